@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh machine (idempotent):
+#   .venv          torch 2.15.0 (CUDA build from PyPI; runs on CPU) + ncclx-migrate + test tools
+#   .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
+#   .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
+# Usage: scripts/bootstrap.sh [main|all]   (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+what=${1:-all}
+
+mkvenv() {  # mkvenv DIR TORCH_SPEC [pip env...]
+  local dir=$1 spec=$2; shift 2
+  local stamp="$dir/.ncclx-ready-$(sha1sum pyproject.toml | cut -c1-12)"
+  [ -f "$stamp" ] && return 0
+  echo "bootstrap: creating $dir ($spec)" >&2
+  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  if [ "$spec" != none ]; then
+    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy
+  fi
+  "$dir/bin/python" -m pip install -q -e ".[test]"
+  touch "$stamp"
+}
+
+# The machine's pip config may cap torch at 2.14.1: 2.15.0 comes from PyPI without it.
+mkvenv .venv torch==2.15.0 PIP_CONFIG_FILE=/dev/null
+if [ "$what" = all ]; then
+  # 2.13.0: the CPU wheel on local disk where present, else PyPI.
+  mkvenv .venv-2.13 torch==2.13.0 || mkvenv .venv-2.13 torch==2.13.0 PIP_CONFIG_FILE=/dev/null
+  mkvenv .venv-notorch none
+fi

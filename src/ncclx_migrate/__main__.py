@@ -1,0 +1,3 @@
+from ncclx_migrate._cli import main
+
+main()

@@ -1,0 +1,213 @@
+"""The one table of environment variables that the codemod, the doctor and the
+import-time warnings all read.
+
+Every row was established on the real 2.13.0 / 2.14.1 / 2.15.0 wheels (see
+``shared/reference/nccl2-compat.md`` §3 and ``flight-recorder-and-reconfigure.md``
+§1.2); ``evidence`` names the place.  Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "ENV_VARS",
+    "FR_BUFFER_NAMES",
+    "FR_DUMP_FILE_NAMES",
+    "FR_DUMP_ON_TIMEOUT_NAMES",
+    "SHRINK_GROW_VAR",
+    "TOGGLE_VAR",
+    "EnvKind",
+    "EnvVar",
+    "Fix",
+    "env_findings",
+    "lookup",
+    "toggle_meaning",
+]
+
+TOGGLE_VAR = "TORCH_DIST_USE_NCCL2"
+SHRINK_GROW_VAR = "TORCH_NCCL2_RECONFIGURE_SHRINK_GROW"
+
+# Precedence lists: c10d's getCvar takes the first name that is set.
+FR_BUFFER_NAMES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+FR_DUMP_FILE_NAMES = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+FR_DUMP_ON_TIMEOUT_NAMES = ("TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT")
+
+
+class EnvKind(enum.Enum):
+    TOGGLE = "toggle"  # TORCH_DIST_USE_NCCL2
+    DEPRECATED = "deprecated"  # old spelling; a newer name exists (FR or TORCH_ prefix)
+    IGNORED = "ignored"  # read by legacy only; nccl2 in 2.15 silently ignores it
+    OBSOLETE = "obsolete"  # read by no backend in 2.15
+    CURRENT = "current"  # a current name, listed so the doctor can explain it
+
+
+class Fix(enum.Enum):
+    ADD = "add"  # add the new name next to the old one (safe: both read, new wins)
+    RENAME = "rename"  # replace the old name (unsafe: removing a name is never safe)
+    FLAG = "flag"  # explain only
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    kind: EnvKind
+    replacement: str | None
+    fix: Fix
+    py_code: str  # rule code in Python files
+    file_code: str  # rule code in shell/YAML/Dockerfile/.env files
+    why: str
+    evidence: str
+    # Unsafe alternative to the safe fix (rename, or delete an obsolete name).
+    unsafe_fix: Fix | None = None
+
+
+_FR = "NCX120"
+_IGN = "NCX122"
+_OLD = "NCX123"
+_FILES = "NCX203"
+
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar(
+        TOGGLE_VAR, EnvKind.TOGGLE, None, Fix.FLAG, "NCX101", "NCX201",
+        'Rollback toggle. 2.15: only the literal "0" makes "nccl" build the legacy '
+        'ProcessGroupNCCL; 2.14: only the literal "1" opts in to nccl2. Read once, when '
+        '"nccl" is first registered. The rollback was announced for 2.15 only.',
+        "distributed_c10d.py:961-983 (2.15.0), :829-842 (2.14.1); pytorch#192281",
+    ),
+    # --- flight recorder: deprecated TORCH_NCCL_* spellings of TORCH_FR_* names ---
+    EnvVar(
+        "TORCH_NCCL_TRACE_BUFFER_SIZE", EnvKind.DEPRECATED, "TORCH_FR_BUFFER_SIZE", Fix.ADD,
+        _FR, _FILES,
+        "Deprecated alias (warns). The legacy constructor still reads only the old name, "
+        "so keep it while legacy can run; when both are set the FR name wins.",
+        "alias table (2.15.0); runtime buffer-precedence check; nccl2-compat.md §7 row 19",
+    ),
+    EnvVar(
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", EnvKind.DEPRECATED, "TORCH_FR_DUMP_TEMP_FILE", Fix.ADD,
+        _FR, _FILES,
+        "Deprecated alias of the dump-file prefix; one DebugInfoWriter serves every backend "
+        "and the FR name wins. Renaming is verified on 2.15 only.",
+        "runtime 2.15.0 dump-path check; nccl2-compat.md §7 row 20",
+        unsafe_fix=Fix.RENAME,
+    ),
+    EnvVar(
+        "TORCH_NCCL_DUMP_ON_TIMEOUT", EnvKind.DEPRECATED, "TORCH_FR_DUMP_ON_TIMEOUT", Fix.ADD,
+        _FR, _FILES,
+        "Legacy reads only this name; the nccl2 FR hook prefers TORCH_FR_DUMP_ON_TIMEOUT. "
+        "Set both to control both backends; do not rename.",
+        "alias table (2.15.0) FlightRecorderHook::onAbort; nccl2-compat.md §7 row 21",
+    ),
+    EnvVar(
+        "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", EnvKind.DEPRECATED,
+        "TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC", Fix.ADD, _FR, _FILES,
+        "Legacy and nccl2 abortProcess read only this name; the FR hook prefers the FR name. "
+        "Keep the old one.",
+        "alias table (2.15.0); nccl2-compat.md §7 row 22",
+    ),
+    EnvVar(
+        "TORCH_NCCL_TRACE_CPP_STACK", EnvKind.DEPRECATED, "TORCH_FR_CPP_STACK", Fix.ADD,
+        _FR, _FILES,
+        "The FlightRecorder constructors read TORCH_FR_CPP_STACK first.",
+        "disassembly of the FlightRecorder constructors (2.15.0)",
+    ),
+    # --- unprefixed names c10d still accepts with a deprecation warning ---
+    EnvVar(
+        "NCCL_ASYNC_ERROR_HANDLING", EnvKind.DEPRECATED, "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+        Fix.ADD, _OLD, _FILES,
+        "Old unprefixed spelling; both backends accept it as an alias with a deprecation warning.",
+        "alias table (2.15.0); pytorch#114077",
+    ),
+    EnvVar(
+        "NCCL_BLOCKING_WAIT", EnvKind.DEPRECATED, "TORCH_NCCL_BLOCKING_WAIT", Fix.ADD, _OLD, _FILES,
+        "Old unprefixed spelling; both backends accept it as an alias with a deprecation warning.",
+        "alias table (2.15.0); pytorch#114077",
+    ),
+    EnvVar(
+        "NCCL_ENABLE_TIMING", EnvKind.DEPRECATED, "TORCH_NCCL_ENABLE_TIMING", Fix.ADD, _OLD, _FILES,
+        "Old unprefixed spelling; both backends accept it as an alias with a deprecation warning.",
+        "alias table (2.15.0); pytorch#114077",
+    ),
+    # --- read by legacy only; silently ignored by nccl2 in 2.15 ---
+    EnvVar(
+        "TORCH_NCCL_NAN_CHECK", EnvKind.IGNORED, "TORCH_DIST_NAN_CHECK", Fix.FLAG, _IGN, _FILES,
+        "nccl2 ignores it. TORCH_DIST_NAN_CHECK=1 attaches NanCheckHook to every group (2.14+), "
+        "which checks inputs only and, under legacy, adds a second check.",
+        "distributed_c10d.py:3186-3189 (2.15.0); nccl2-compat.md §3, §7 row 14",
+        unsafe_fix=Fix.ADD,
+    ),
+    *(
+        EnvVar(
+            name, EnvKind.IGNORED, None, Fix.FLAG, _IGN, _FILES,
+            "Read by the legacy ProcessGroupNCCL only; nccl2 in 2.15 silently ignores it "
+            "(no heartbeat monitor, no desync debug). It may start to apply in a later release.",
+            "nccl2-compat.md §3 (disassembly and alias tables, 2.15.0); §7 row 23",
+        )
+        for name in (
+            "TORCH_NCCL_ENABLE_MONITORING",
+            "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+            "TORCH_NCCL_COORD_CHECK_MILSEC",
+            "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN",
+            "TORCH_NCCL_DESYNC_DEBUG",
+            "NCCL_DESYNC_DEBUG",
+            "TORCH_NCCL_PROPAGATE_ERROR",
+            "TORCH_NCCL_RETHROW_CUDA_ERRORS",
+            "TORCH_NCCL_TEARDOWN_ON_TIMEOUT",
+            "TORCH_NCCL_EXTRA_DUMP_ON_EXEC",
+            "TORCH_NCCL_BCAST_UNIQUEID",
+            "TORCH_NCCL_DEBUG_INFO_PIPE_FILE",
+            "TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING",
+            "TORCH_NCCL_NONBLOCKING_TIMEOUT",
+            "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
+        )
+    ),
+    EnvVar(
+        "TORCH_NCCL_AVOID_RECORD_STREAMS", EnvKind.OBSOLETE, None, Fix.FLAG, _IGN, _FILES,
+        "Deprecated in 2.14 (it became the default); gone from every 2.15 library, so it does "
+        "nothing. Delete it unless your own code reads it back.",
+        "binary string (2.14.1 libtorch_cuda.so); absent from 2.15.0 binaries",
+        unsafe_fix=Fix.RENAME,  # RENAME with no replacement = delete the line
+    ),
+    # --- current names, for the doctor's explanations ---
+    EnvVar(
+        SHRINK_GROW_VAR, EnvKind.CURRENT, None, Fix.FLAG, "", "",
+        "Opt-in fast reconfigure (ncclCommShrink/Grow) for nccl2; needs NCCL >= 2.29 and must "
+        "be set on every rank.",
+        "2.15.0 libtorch_cuda.so strings; flight-recorder-and-reconfigure.md §2.3",
+    ),
+    EnvVar(
+        "TORCH_FR_DUMP_DYNAMIC_FILE_NAME", EnvKind.CURRENT, None, Fix.FLAG, "", "",
+        "When 1 the dump path is used with no rank suffix, so ranks overwrite each other.",
+        "measured E2h; flight-recorder-and-reconfigure.md §1.2",
+    ),
+)
+
+_BY_NAME: dict[str, EnvVar] = {v.name: v for v in ENV_VARS}
+
+
+def lookup(name: str) -> EnvVar | None:
+    """The table row for ``name``, or None."""
+    return _BY_NAME.get(name)
+
+
+def toggle_meaning(value: str | None, torch_minor: tuple[int, int] | None = None) -> str:
+    """What ``TORCH_DIST_USE_NCCL2=value`` does; only the literal "0" and "1" count.
+
+    Returns one of ``"unset"``, ``"rollback"`` (``"0"``), ``"opt-in"`` (``"1"``)
+    or ``"no-effect"`` (any other spelling, e.g. "false", which does NOT roll back).
+    """
+    del torch_minor  # same reading on 2.14 and 2.15; kept for a future release
+    if value is None:
+        return "unset"
+    if value == "0":
+        return "rollback"
+    if value == "1":
+        return "opt-in"
+    return "no-effect"
+
+
+def env_findings(environ: Mapping[str, str]) -> list[EnvVar]:
+    """Rows of the table (not CURRENT) whose variable is set in ``environ``, in table order."""
+    return [v for v in ENV_VARS if v.kind is not EnvKind.CURRENT and v.name in environ]
