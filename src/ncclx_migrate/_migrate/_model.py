@@ -1,0 +1,78 @@
+"""The data every part of ``ncclx migrate`` shares: findings, fix kinds, options.
+
+The Python codemod (``_python``) and the scanners for other files (``_files``) both
+return a :class:`FileResult`; the runner, reporters and CLI only see these types.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = ["FileResult", "Finding", "FixKind", "Options", "is_selected"]
+
+
+class FixKind(enum.Enum):
+    SAFE = "safe"  # behaviour unchanged on every torch from --target-torch on
+    UNSAFE = "unsafe"  # changes behaviour; applied only with --unsafe-fixes
+    NONE = "none"  # flag only
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based
+    code: str  # stable rule code, e.g. "NCX101"
+    message: str
+    fix: FixKind = FixKind.NONE
+    applied: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code,
+            "message": self.message,
+            "fix": self.fix.value,
+            "applied": self.applied,
+        }
+
+
+@dataclass
+class FileResult:
+    """What one file produced. ``new_text`` is None when nothing is to be written."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    new_text: str | None = None
+    error: str | None = None  # one-line reason the file could not be processed
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for; every scanner gets the same object."""
+
+    target_torch: tuple[int, int] = (2, 15)
+    apply_safe: bool = False  # --write / --diff
+    apply_unsafe: bool = False  # --unsafe-fixes (with --write or --diff)
+    use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
+    select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
+    ignore: tuple[str, ...] = ()
+
+    def wants_fix(self, kind: FixKind) -> bool:
+        if kind is FixKind.SAFE:
+            return self.apply_safe or self.apply_unsafe
+        if kind is FixKind.UNSAFE:
+            return self.apply_unsafe
+        return False
+
+
+def is_selected(code: str, options: Options) -> bool:
+    """ruff's prefix semantics: the longest matching prefix decides; ignore wins a tie."""
+    sel = max((len(p) for p in options.select if code.startswith(p)), default=-1)
+    if not options.select:
+        sel = 0
+    ign = max((len(p) for p in options.ignore if code.startswith(p)), default=-1)
+    return sel >= 0 and sel > ign
