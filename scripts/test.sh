@@ -16,5 +16,6 @@ run() { echo "+ $*" >&2; "$@" || status=$?; }
 run .venv/bin/python -m pytest -q "$@"
 run .venv-2.13/bin/python -m pytest -q -m torch -p no:cacheprovider
 run .venv/bin/python -m mypy src
-run .venv/bin/python -m ruff check src tests benchmarks
+lint_paths=(src tests); [ -d benchmarks ] && lint_paths+=(benchmarks)
+run .venv/bin/python -m ruff check "${lint_paths[@]}"
 exit $status
