@@ -1,0 +1,124 @@
+"""The one table of ``ncclx migrate`` rules.
+
+Everything user-facing about a rule (``ncclx rules``, ``ncclx explain``, ``docs/rules.md``,
+SARIF rule metadata) is read from :data:`RULES`; the full text of each rule lives in
+``rule_docs/<CODE>.md`` (package data).  Env-var facts are not here: they live in
+``ncclx_migrate._envvars`` and the env rules read them from there.
+
+To add a rule: append a :class:`Rule` row (keep codes sorted within their family) and
+write ``rule_docs/<CODE>.md``; ``tests/migrate/test_rules_table.py`` checks both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from ._model import FixKind
+
+__all__ = ["RULES", "Rule", "get_rule", "rule_doc"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str  # stable: part of the CLI contract
+    name: str  # kebab-case, for humans and SARIF
+    summary: str  # one line
+    fixes: tuple[FixKind, ...]  # the fix kinds the rule can offer (NONE = flag only)
+    torch: str  # the torch versions whose behaviour it concerns
+    files: str  # "python" or the non-Python kinds it scans
+
+    @property
+    def doc_path(self) -> str:
+        return f"rule_docs/{self.code}.md"
+
+    @property
+    def fix_label(self) -> str:
+        return "/".join(k.value for k in self.fixes)
+
+
+_S, _U, _N = FixKind.SAFE, FixKind.UNSAFE, FixKind.NONE
+_PY = "python"
+_OTHER = "shell, Dockerfile, YAML, .env, notebooks"
+
+RULES: tuple[Rule, ...] = (
+    # --- the rollback toggle and backend names ---
+    Rule("NCX101", "rollback-toggle",
+         "TORCH_DIST_USE_NCCL2 set to roll back to (or, spelled falsey, failing to roll back to) legacy ProcessGroupNCCL",
+         (_U, _N), "2.14, 2.15", _PY),
+    Rule("NCX102", "redundant-opt-in",
+         "TORCH_DIST_USE_NCCL2=1 is redundant where nccl2 is already the default",
+         (_S, _N), "2.14, 2.15", _PY),
+    Rule("NCX103", "nccl-legacy-backend",
+         '"nccl-legacy" used as a backend name (rollback name with no announced future)',
+         (_U, _N), "2.14, 2.15", _PY),
+    Rule("NCX104", "explicit-nccl2-backend",
+         '"nccl2" spelled out where "nccl" builds the same thing (or where the target torch lacks it)',
+         (_U, _N), "2.13, 2.14, 2.15", _PY),
+    # --- code that behaves differently under nccl2 ---
+    Rule("NCX110", "nccl-identity-test",
+         '"is this NCCL?" tests (isinstance ProcessGroupNCCL, get_backend(...) == "nccl") that turn false under nccl2',
+         (_S, _N), "2.14, 2.15", _PY),
+    Rule("NCX111", "legacy-only-member",
+         "members that exist only on legacy ProcessGroupNCCL (_group_start, _set_default_timeout, uid, ...)",
+         (_S, _U, _N), "2.14, 2.15", _PY),
+    Rule("NCX112", "backend-specific-exception",
+         "error handling tied to one backend's exception type (except ValueError around NCCL init, bitwise ReduceOp)",
+         (_S, _N), "2.14, 2.15", _PY),
+    Rule("NCX113", "nccl-error-text-match",
+         "matching legacy-only NCCL timeout/watchdog/leak message text that nccl2 does not emit",
+         (_N,), "2.15", _PY),
+    # --- environment variables (facts: ncclx_migrate._envvars) ---
+    Rule("NCX120", "deprecated-fr-env",
+         "deprecated TORCH_NCCL_* flight-recorder variable: add (or rename to) its TORCH_FR_* name",
+         (_S, _U, _N), "2.15", _PY),
+    Rule("NCX121", "empty-fr-dump",
+         "flight-recorder dump calls that return nothing for nccl2 groups (_dump_nccl_trace*, _dump_fr_trace* without backend=)",
+         (_N,), "2.14, 2.15", _PY),
+    Rule("NCX122", "nccl2-ignored-env",
+         "TORCH_NCCL_* variable that nccl2 silently ignores (or that no 2.15 backend reads)",
+         (_U, _N), "2.15", _PY),
+    Rule("NCX123", "unprefixed-env",
+         "old unprefixed NCCL_* spelling of a TORCH_NCCL_* variable (accepted with a deprecation warning)",
+         (_S, _N), "2.13, 2.14, 2.15", _PY),
+    # --- process-group creation ---
+    Rule("NCX130", "init-without-device-id",
+         "NCCL init_process_group without device_id in code that picks its GPU with torch.cuda.set_device",
+         (_U, _N), "2.15", _PY),
+    Rule("NCX131", "new-group-local-sync",
+         "new_group(..., use_local_synchronization=True) on an NCCL default group may hang under nccl2",
+         (_N,), "2.15", _PY),
+    Rule("NCX132", "direct-pg-construction",
+         "ProcessGroupNCCL constructed directly: bypasses the nccl switch and stays legacy on every torch",
+         (_N,), "2.14, 2.15", _PY),
+    Rule("NCX133", "unguarded-lazy-init",
+         "Options.lazy_init set without a guard: AttributeError on torch 2.14",
+         (_S, _N), "2.14, 2.15", _PY),
+    # --- other files (scanners in _migrate/_files) ---
+    Rule("NCX201", "rollback-toggle-files",
+         "TORCH_DIST_USE_NCCL2 set in a launch script, Dockerfile, YAML, .env file or notebook",
+         (_S, _U, _N), "2.14, 2.15", _OTHER),
+    Rule("NCX202", "nccl-legacy-backend-files",
+         '"nccl-legacy" backend name in a launch script or config (e.g. --backend nccl-legacy)',
+         (_U, _N), "2.14, 2.15", _OTHER),
+    Rule("NCX203", "deprecated-env-files",
+         "deprecated or nccl2-ignored TORCH_NCCL_* / NCCL_* variable in a launch script or config",
+         (_S, _U, _N), "2.13, 2.14, 2.15", _OTHER),
+)
+
+_BY_CODE = {r.code: r for r in RULES}
+
+
+def get_rule(code: str) -> Rule | None:
+    return _BY_CODE.get(code.upper())
+
+
+def rule_doc(code: str) -> str | None:
+    """The full markdown documentation of ``code``, or None if there is no such rule/doc."""
+    rule = get_rule(code)
+    if rule is None:
+        return None
+    try:
+        return (resources.files(__name__.rpartition(".")[0]) / rule.doc_path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None

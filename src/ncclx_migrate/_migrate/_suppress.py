@@ -1,0 +1,43 @@
+"""Suppression comments, shared by every scanner.
+
+``# ncclx: ignore[NCX101, NCX120]`` (or a bare ``# ncclx: ignore``) on a line silences
+the findings reported on that line.  Shell, YAML, Dockerfile and ``.env`` files use the
+same ``#`` comment text, so the non-Python scanners call :func:`suppressions` too.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ALL", "is_suppressed", "suppressions"]
+
+ALL: frozenset[str] = frozenset({"*"})
+_PAT = re.compile(r"#\s*ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+def suppressions(text: str) -> dict[int, frozenset[str]]:
+    """1-based line number -> suppressed codes (:data:`ALL` for a bare ignore)."""
+    out: dict[int, frozenset[str]] = {}
+    if "ncclx:" not in text:
+        return out
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if "ncclx:" not in line:
+            continue
+        for m in _PAT.finditer(line):
+            if m.group(1) is None:
+                out[lineno] = ALL
+                break
+            codes = frozenset(c.strip().upper() for c in m.group(1).split(",") if c.strip())
+            out[lineno] = out.get(lineno, frozenset()) | codes
+    return out
+
+
+def is_suppressed(code: str, lines: tuple[int, ...], table: dict[int, frozenset[str]]) -> bool:
+    """True when any of ``lines`` carries an ignore that covers ``code`` (prefixes allowed)."""
+    for line in lines:
+        codes = table.get(line)
+        if codes is None:
+            continue
+        if codes is ALL or "*" in codes or any(code.startswith(c) for c in codes):
+            return True
+    return False
