@@ -1,11 +1,183 @@
-"""Placeholder engine (replaced by the real one shortly)."""
+"""Parse once, run every selected rule in one walk, apply the wanted edits.
+
+``transform_source`` never raises for bad input: a file that does not parse comes back
+with ``error`` set.  Output that would not parse is never returned (the edits are
+dropped and the file reported as an error, which would be a bug in a rule).
+"""
 
 from __future__ import annotations
 
-from .._model import FileResult, Options
+import re
+from collections.abc import Callable
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper
+
+from .._model import FileResult, Finding, FixKind, Options, is_selected
+from .._rules import RULES
+from .._suppress import is_suppressed, suppressions
+from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
+from ._ctx import Analyzer, Edit, Pending
+from ._r_env import ENV_PRECHECK
+
+__all__ = ["PRECHECKS", "python_codes", "transform_source"]
 
 
-def transform_source(source: str, path: str, options: Options) -> FileResult:
-    """Run every selected NCX1xx rule over ``source``; never raises on bad input."""
-    del options
-    return FileResult(path=path)
+def _has(*words: str) -> Callable[[str], bool]:
+    return lambda text: any(w in text for w in words)
+
+
+# Cheap text tests: a rule cannot fire on a file where its test is False.
+# benchmarks/bench_migrate.py checks that skipping on them changes no finding.
+PRECHECKS: dict[str, Callable[[str], bool]] = {
+    "NCX101": _has("TORCH_DIST_USE_NCCL2"),
+    "NCX102": _has("TORCH_DIST_USE_NCCL2"),
+    "NCX103": _has("nccl-legacy"),
+    "NCX104": _has("nccl2"),
+    "NCX110": lambda t: "ProcessGroupNCCL" in t or (("get_backend" in t or "name()" in t) and ("nccl" in t or "NCCL" in t)),
+    "NCX111": _has("_group_start", "_group_end", "_set_default_timeout", "_is_initialized", "comm_split_count",
+                   "uid", "nccl_version", "_set_enable_nan_check", "NCCL_CTA_POLICY"),
+    "NCX112": lambda t: "except" in t and ("init_process_group" in t or "new_group" in t or "ReduceOp" in t),
+    "NCX113": _has("SeqNum", "milliseconds before timing out", "Heartbeat monitor", "watchdog got stuck",
+                   "destroy_process_group() was not called", "NOT been destroyed"),
+    "NCX120": lambda t: ENV_PRECHECK.search(t) is not None,
+    "NCX121": _has("_dump_nccl_trace", "_dump_fr_trace", "_reset_fr_trace"),
+    "NCX122": lambda t: ENV_PRECHECK.search(t) is not None,
+    "NCX123": lambda t: ENV_PRECHECK.search(t) is not None,
+    "NCX130": lambda t: "set_device" in t and "init_process_group" in t,
+    "NCX131": _has("use_local_synchronization"),
+    "NCX132": _has("ProcessGroupNCCL"),
+    "NCX133": lambda t: "lazy_init" in t and "ProcessGroupNCCL" in t,
+}
+
+
+def python_codes() -> list[str]:
+    return [r.code for r in RULES if r.code in PRECHECKS]
+
+
+_MAX_PASSES = 4
+
+
+def transform_source(source: str, path: str, options: Options, *, precheck: bool = True) -> FileResult:
+    """Run every selected NCX1xx rule over ``source``; never raises on bad input.
+
+    When fixes are applied the result is re-checked (as ruff does) until nothing changes,
+    so that one ``--write`` leaves a file on which a second one is a no-op.  Findings of
+    later passes point into the fixed text, which is what gets written.
+    """
+    result = _one_pass(source, path, options, precheck)
+    applied: list[Finding] = []
+    for _ in range(_MAX_PASSES):
+        if result.new_text is None or result.error is not None:
+            break
+        applied.extend(f for f in result.findings if f.applied)
+        again = _one_pass(result.new_text, path, options, precheck)
+        if again.error is not None:
+            return FileResult(path=path, error=again.error)
+        again_new = again.new_text if again.new_text is not None else result.new_text
+        result = FileResult(path=path, findings=again.findings, new_text=again_new)
+        if again.new_text is None:
+            break
+    if applied:
+        result.findings = applied + [f for f in result.findings if not f.applied]
+        if result.new_text == source:
+            result.new_text = None
+    return result
+
+
+def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileResult:
+    active = {c for c in python_codes() if is_selected(c, options)}
+    if precheck:
+        active = {c for c in active if PRECHECKS[c](source)}
+    if not active:
+        return FileResult(path=path)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path=path, error=f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})")
+    except (RecursionError, MemoryError):
+        return FileResult(path=path, error="cannot parse: too deeply nested")
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    analyzer = Analyzer(path, module, options, active)
+    try:
+        wrapper.visit(analyzer)
+    except RecursionError:
+        return FileResult(path=path, error="cannot analyse: too deeply nested")
+    table = suppressions(source)
+    kept: list[Pending] = []
+    for p in analyzer.pending:
+        f = p.finding
+        if f.code not in active or is_suppressed(f.code, p.lines, table):
+            continue
+        kept.append(p)
+    kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
+    result = FileResult(path=path, findings=[p.finding for p in kept])
+    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix)]
+    if wanted:
+        new_text = _apply(module, wanted)
+        if new_text is None:
+            result.error = "internal error: a fix produced code that does not parse; no fix applied"
+        elif new_text != source:
+            result.new_text = new_text
+            for p in wanted:
+                p.finding.applied = True
+    return result
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, edits: dict[int, list[Edit]]) -> None:
+        super().__init__()
+        self.edits = edits
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
+        result = super().on_leave(original_node, updated_node)
+        for edit in self.edits.get(id(original_node), ()):
+            if not isinstance(result, cst.CSTNode):
+                break
+            result = edit(result)
+        return result
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not updated_node.body:
+            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated_node
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        if not updated_node.body:
+            return updated_node.with_changes(body=[cst.Pass()])
+        return updated_node
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if not updated_node.body:
+            return cst.RemoveFromParent()
+        return updated_node
+
+
+def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
+    edits: dict[int, list[Edit]] = {}
+    imports: list[tuple[str, str | None]] = []
+    for p in wanted:
+        for node, edit in p.edits:
+            edits.setdefault(id(node), []).append(edit)
+        imports.extend(p.imports)
+    new = module.visit(_Apply(edits))
+    if imports:
+        ctx = CodemodContext()
+        for mod, obj in dict.fromkeys(imports):
+            AddImportsVisitor.add_needed_import(ctx, mod, obj)
+        new = AddImportsVisitor(ctx).transform_module(new)
+    code = new.code
+    try:
+        cst.parse_module(code)
+    except cst.ParserSyntaxError:
+        return None
+    return code
+
+
+_ = (Finding, FixKind, re)  # re-exported types used by callers' annotations

@@ -1,0 +1,342 @@
+"""API-shape rules: NCX110, NCX111, NCX112, NCX113, NCX121, NCX133."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._model import FixKind
+from ._ctx import Analyzer, Edit, on
+from ._edits import replace_with
+
+__all__: list[str] = []
+
+_NCCL_CLASSES = ("ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy")
+_NCCL_SET = '("nccl", "nccl2", "nccl-legacy", "nccl-lazy")'
+
+
+def _dist_ref(a: Analyzer) -> tuple[str, list[tuple[str, str | None]]]:
+    """How to spell torch.distributed in new code, plus the import it needs."""
+    cached = a.facts.get("dist_ref")
+    if cached is None:
+        for stmt in a.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        for alias in small.names:
+                            if a.code(alias.name) == "torch.distributed" and alias.asname is not None:
+                                n = alias.asname.name
+                                if isinstance(n, cst.Name):
+                                    cached = (n.value, [])
+        if cached is None:
+            cached = ("torch.distributed", [("torch.distributed", None)])
+        a.facts["dist_ref"] = cached
+    assert isinstance(cached, tuple)
+    return cached
+
+
+def _is_nccl_class(a: Analyzer, node: cst.BaseExpression) -> bool:
+    return a.dist(node) == "ProcessGroupNCCL"
+
+
+def _all_nccl_classes(dist: str) -> str:
+    names = ", ".join(f'"{c}"' for c in _NCCL_CLASSES)
+    return f"tuple(getattr({dist}, _n) for _n in ({names}) if hasattr({dist}, _n))"
+
+
+# --- NCX110 ---
+@on(cst.Call, "NCX110")
+def _isinstance(a: Analyzer, node: cst.Call) -> None:
+    if not isinstance(node.func, cst.Name) or node.func.value not in ("isinstance", "issubclass"):
+        return
+    if len(node.args) != 2 or a.qnames(node.func) - {f"builtins.{node.func.value}", node.func.value}:
+        return
+    cls = node.args[1].value
+    msg = ("isinstance against ProcessGroupNCCL is False under nccl2 (the torch 2.15 default) and "
+           "nccl-lazy: ProcessGroupNCCL2 is a sibling class, not a subclass")
+    if _is_nccl_class(a, cls):
+        if a.options.use_shim and node.func.value == "isinstance":
+            new: cst.BaseExpression = cst.parse_expression(f"is_nccl({a.code(node.args[0].value)})")
+            a.report(node, "NCX110", msg + "; use ncclx_migrate.backend.is_nccl.", FixKind.SAFE,
+                     replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")])
+            return
+        dist, imports = _dist_ref(a)
+        repl = cst.parse_expression(_all_nccl_classes(dist))
+        a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE,
+                 replace_with(cls, repl), imports)
+    elif isinstance(cls, cst.Tuple) and any(_is_nccl_class(a, e.value) for e in cls.elements):
+        dist, imports = _dist_ref(a)
+        star = cst.parse_expression(f"(*{_all_nccl_classes(dist)},)")
+        assert isinstance(star, cst.Tuple)
+        edits: list[tuple[cst.CSTNode, Edit]] = []
+        for e in cls.elements:
+            if _is_nccl_class(a, e.value):
+                edits.append((e, _starred(star.elements[0])))
+        a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE, edits, imports)
+
+
+def _starred(el: cst.BaseElement) -> Edit:
+    def edit(u: cst.Element) -> cst.BaseElement:
+        return el.with_changes(comma=u.comma)
+
+    return edit
+
+
+def _is_nccl_literal(a: Analyzer, node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value == "nccl"
+    return a.dist(node) == "Backend.NCCL"
+
+
+@on(cst.Comparison, "NCX110")
+def _compare(a: Analyzer, node: cst.Comparison) -> None:
+    if len(node.comparisons) != 1:
+        return
+    left, target = node.left, node.comparisons[0]
+    op, right = target.operator, target.comparator
+    if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
+        left, right = right, left
+    if not isinstance(left, cst.Call):
+        return
+    func = left.func
+    member = a.dist(func)
+    is_get_backend = member == "get_backend"
+    is_name = isinstance(func, cst.Attribute) and func.attr.value in ("name", "_get_backend_name") and not left.args
+    if not (is_get_backend or is_name):
+        return
+    if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, right):
+        neg = isinstance(op, cst.NotEqual)
+    elif isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)) and any(
+        _is_nccl_literal(a, e.value) for e in right.elements
+    ):
+        neg = isinstance(op, cst.NotIn)
+    else:
+        return
+    if is_name:
+        a.report(node, "NCX110",
+                 f'{a.code(func)}() returns "custom" on a process group created with an explicit '
+                 '"nccl2"/"nccl-legacy"/"nccl-lazy", and a backend object reports "nccl2" under nccl2; '
+                 f"compare dist.get_backend(group) against {_NCCL_SET} instead.")
+        return
+    msg = ('get_backend() returns the name the group was created with, so this is False for explicit '
+           f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
+    if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+        have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
+        missing = [n for n in ("nccl2", "nccl-legacy", "nccl-lazy") if n not in have]
+        if not missing:
+            return
+        extra = ", ".join(f'"{n}"' for n in missing)
+        body = a.code(right).strip()
+        opener, closer = body[0], body[-1]
+        inner = body[1:-1].rstrip().rstrip(",")
+        new = cst.parse_expression(f"{opener}{inner}, {extra}{closer}")
+        a.report(node, "NCX110", msg, FixKind.SAFE, replace_with(right, new))
+        return
+    op_text = "not in" if neg else "in"
+    new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}")
+    a.report(node, "NCX110", msg, FixKind.SAFE, replace_with(node, new_cmp))
+
+
+# --- NCX111 ---
+_DISTINCT = {
+    "_group_start": "use `with dist._coalescing_manager(group, device):` (or ncclx_migrate.backend.coalescing)",
+    "_group_end": "use `with dist._coalescing_manager(group, device):` (or ncclx_migrate.backend.coalescing)",
+    "_set_default_timeout": "use dist.set_timeout(timeout, group) (public since torch 2.14)",
+    "comm_split_count": "guard with hasattr(); nccl2 has no split counter",
+    "_set_enable_nan_check": "set TORCH_DIST_NAN_CHECK=1 or attach torch._C._distributed_c10d.NanCheckHook (2.14+)",
+    "get_runtime_nccl_version": "call it on the class: dist.ProcessGroupNCCL.get_runtime_nccl_version()",
+    "get_build_nccl_version": "call it on the class: dist.ProcessGroupNCCL.get_build_nccl_version()",
+}
+_GENERIC = {
+    "_is_initialized": "nccl2 creates its communicator when the group is bound (unless lazy_init)",
+    "uid": "dist.distributed_c10d._get_process_group_uid(pg) returns -1 for nccl2; guard with hasattr()",
+}
+
+
+def _is_backend_obj(a: Analyzer, expr: cst.BaseExpression) -> bool:
+    """``pg._get_backend(...)`` itself, or a name assigned only from such a call."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "_get_backend":
+        return True
+    return False
+
+
+@on(cst.Attribute, "NCX111")
+def _member(a: Analyzer, node: cst.Attribute) -> None:
+    name = node.attr.value
+    if name.startswith("NCCL_CTA_POLICY"):
+        if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and node.value.func.value == "type":
+            a.report(node, "NCX111", f"type(backend).{name} does not exist on ProcessGroupNCCL2; read it from "
+                     f"dist.ProcessGroupNCCL.{name} (CUDA wheels, torch >= 2.14).")
+        return
+    if name not in _DISTINCT and name not in _GENERIC:
+        return
+    recv = node.value
+    if a.dist(recv) in _NCCL_CLASSES:  # called on the class: fine
+        return
+    if name in _GENERIC and not _is_backend_obj(a, recv):
+        return
+    why = _DISTINCT.get(name) or _GENERIC[name]
+    msg = f"{name} exists only on legacy ProcessGroupNCCL (AttributeError under nccl2); {why}."
+    call = a.parent()
+    if (name in ("get_runtime_nccl_version", "get_build_nccl_version") and isinstance(call, cst.Call)
+            and call.func is node and not call.args and _is_backend_obj(a, recv)):
+        if a.options.use_shim:
+            helper = "runtime_nccl_version" if "runtime" in name else "build_nccl_version"
+            a.report(node, "NCX111", msg, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{helper}()")),
+                     [("ncclx_migrate.backend", helper)])
+        else:
+            dist, dimports = _dist_ref(a)
+            a.report(node, "NCX111", msg, FixKind.SAFE,
+                     replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports)
+        return
+    if (name == "_set_default_timeout" and isinstance(call, cst.Call) and call.func is node
+            and len(call.args) == 1 and _is_backend_obj(a, recv) and a.options.target_torch >= (2, 14)):
+        assert isinstance(recv, cst.Call) and isinstance(recv.func, cst.Attribute)
+        group = a.code(recv.func.value)
+        td = a.code(call.args[0].value)
+        if a.options.use_shim:
+            new = cst.parse_expression(f"set_timeout({td}, group={group})")
+            imports: list[tuple[str, str | None]] = [("ncclx_migrate.backend", "set_timeout")]
+        else:
+            dist, imports = _dist_ref(a)
+            new = cst.parse_expression(f"{dist}.set_timeout({td}, {group})")
+        a.report(node, "NCX111", msg + " (set_timeout also applies to the group's other backends)",
+                 FixKind.UNSAFE, replace_with(call, new), imports)
+        return
+    a.report(node, "NCX111", msg)
+
+
+# --- NCX112 ---
+_INIT = ("init_process_group", "new_group")
+_BITWISE = ("ReduceOp.BAND", "ReduceOp.BOR", "ReduceOp.BXOR")
+
+
+class _TryBody(cst.CSTVisitor):
+    def __init__(self, a: Analyzer) -> None:
+        super().__init__()
+        self.a = a
+        self.init = False
+        self.bitwise = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.a.dist(node.func) in _INIT:
+            self.init = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.a.dist(node) in _BITWISE:
+            self.bitwise = True
+
+
+def _caught(h: cst.ExceptHandler) -> list[str] | None:
+    t = h.type
+    if t is None:
+        return None
+    elems = [e.value for e in t.elements] if isinstance(t, cst.Tuple) else [t]
+    return [e.value if isinstance(e, cst.Name) else "?" for e in elems]
+
+
+@on(cst.Try, "NCX112")
+def _try(a: Analyzer, node: cst.Try) -> None:
+    body = _TryBody(a)
+    node.body.visit(body)
+    if not (body.init or body.bitwise):
+        return
+    for h in node.handlers:
+        names = _caught(h)
+        if names is None or any(n in ("Exception", "BaseException") for n in names):
+            return
+        has_v, has_r = "ValueError" in names, "RuntimeError" in names
+        if has_v == has_r:
+            continue
+        assert h.type is not None
+        if body.init:
+            why = ("init_process_group raises ValueError without a GPU under legacy but RuntimeError "
+                   '("nccl2 requires at least one CUDA device") under nccl2 (torch 2.15)')
+        else:
+            why = "bitwise ReduceOp on NCCL raises ValueError on legacy and 2.15 nccl2, RuntimeError on 2.14 nccl2"
+        t = h.type
+        if isinstance(t, cst.Tuple):
+            inner = a.code(t).strip()[1:-1].rstrip().rstrip(",")
+            new = cst.parse_expression(f"({inner}, {'RuntimeError' if has_v else 'ValueError'})")
+        else:
+            new = cst.parse_expression("(ValueError, RuntimeError)")
+        a.report(h, "NCX112", f"{why}; catch (ValueError, RuntimeError).", FixKind.SAFE, replace_with(t, new))
+
+
+# --- NCX113 ---
+_TEXTS = (
+    ("WorkNCCL(SeqNum", "nccl2 timeouts read \"Watchdog caught collective operation timeout: NCCL operation timed out\""),
+    (r"WorkNCCL\(SeqNum", "nccl2 timeouts read \"Watchdog caught collective operation timeout: NCCL operation timed out\""),
+    ("milliseconds before timing out", "nccl2 timeouts carry no duration text"),
+    ("Heartbeat monitor timed out", "nccl2 in torch 2.15 has no heartbeat monitor"),
+    ("watchdog got stuck", "nccl2 in torch 2.15 has no heartbeat monitor"),
+    ("destroy_process_group() was not called", "nccl2 logs \"... was not finalized before destruction\" instead"),
+    ("process group has NOT been destroyed", "nccl2 logs \"... was not finalized before destruction\" instead"),
+)
+
+
+@on(cst.SimpleString, "NCX113")
+def _text(a: Analyzer, node: cst.SimpleString) -> None:
+    if isinstance(a.parent(), cst.Expr):
+        return
+    raw = node.value
+    for needle, why in _TEXTS:
+        if needle in raw:
+            a.report(node, "NCX113",
+                     f"matches legacy ProcessGroupNCCL message text ({needle!r}); {why}. Match on "
+                     "torch.distributed.DistBackendError and the shared prefix \"Watchdog caught "
+                     "collective operation timeout\" instead.")
+            return
+
+
+# --- NCX121 ---
+_DUMPS = {"_dump_nccl_trace", "_dump_nccl_trace_json", "_dump_nccl_trace_pickle"}
+_FR_DUMPS = {"_dump_fr_trace", "_dump_fr_trace_json", "_reset_fr_trace"}
+
+
+@on(cst.Call, "NCX121")
+def _dump(a: Analyzer, node: cst.Call) -> None:
+    m = a.dist(node.func)
+    if m in _DUMPS:
+        a.report(node, "NCX121",
+                 f"{m}() reads only the legacy recorder: for nccl2 groups it returns a valid dump with zero "
+                 'entries. On torch 2.15 also dump _dump_fr_trace(backend="nccl2") (or use '
+                 "ncclx_migrate.backend.dump_flight_recorder).")
+    elif m in _FR_DUMPS and not any(arg.keyword is not None and arg.keyword.value == "backend" for arg in node.args):
+        a.report(node, "NCX121",
+                 f'{m}() without backend= reads the "gloo" recorder on torch 2.15, not nccl2\'s; pass '
+                 'backend="nccl2" (the keyword does not exist on 2.14: version-guard it).')
+
+
+# --- NCX133 ---
+@on(cst.Assign, "NCX133")
+def _lazy_init(a: Analyzer, node: cst.Assign) -> None:
+    if a.options.target_torch >= (2, 15) or len(node.targets) != 1:
+        return
+    t = node.targets[0].target
+    if not (isinstance(t, cst.Attribute) and t.attr.value == "lazy_init"):
+        return
+    if "ProcessGroupNCCL" not in a.module.code:
+        return
+    for anc in a.stack:
+        if isinstance(anc, cst.If) and "hasattr" in a.code(anc.test) and "lazy_init" in a.code(anc.test):
+            return
+        if isinstance(anc, cst.Try) and any("AttributeError" in a.code(h) for h in anc.handlers):
+            return
+    small, line = node, a.parent()
+    msg = ("Options.lazy_init exists only from torch 2.15: setting it raises AttributeError on 2.14 "
+           f"(--target-torch {a.options.target_torch[0]}.{a.options.target_torch[1]}); guard it with hasattr().")
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and small is node:
+        recv = a.code(t.value)
+        guard = cst.parse_statement(f'if hasattr({recv}, "lazy_init"):\n    pass\n')
+        assert isinstance(guard, cst.If)
+
+        def edit(u: cst.SimpleStatementLine, guard: cst.If = guard) -> cst.If:
+            body = guard.body.with_changes(body=[u.with_changes(leading_lines=[])])
+            return guard.with_changes(body=body, leading_lines=u.leading_lines)
+
+        a.report(node, "NCX133", msg, FixKind.SAFE, [(line, edit)])
+    else:
+        a.report(node, "NCX133", msg)

@@ -1,0 +1,324 @@
+"""NCX101/102 (the rollback toggle) and NCX120/122/123 (deprecated or ignored env names).
+
+Every fact about a variable comes from ``ncclx_migrate._envvars``.  A "set site" is a
+place that gives a variable a value: ``os.environ[K] = v``, ``os.environ.setdefault``,
+``os.environ.update``, ``os.putenv``, ``monkeypatch.setenv``, a ``set*``/``put*`` helper
+called with the name, a dict literal keyed by the name (env dicts handed to subprocess or
+launchers), and ``K=v`` inside a string (shell commands).  Reads are never findings.
+Removing a variable is never a safe fix: code may read it back as its own setting.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup
+from .._model import FixKind
+from ._ctx import Analyzer, Edit, on
+from ._edits import remove, remove_statement, string_like
+
+__all__ = ["ENV_PRECHECK"]
+
+_CODES = ("NCX101", "NCX102", "NCX120", "NCX122", "NCX123")
+_NAMES = sorted((v.name for v in ENV_VARS if v.kind is not EnvKind.CURRENT), key=len, reverse=True)
+ENV_PRECHECK = re.compile("|".join(re.escape(n) for n in _NAMES))
+_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in _NAMES) + r")=([^\s;&|'\"]*)")
+_FALSEY = {"false", "no", "off", "n", "f", ""}
+_TRUTHY = {"true", "yes", "on", "y", "t"}
+_SETTER_ATTRS = {"setdefault", "putenv", "setenv"}
+_SIMPLE = (cst.SimpleString, cst.Integer, cst.Name, cst.Attribute)
+
+
+@dataclass
+class _Site:
+    node: cst.CSTNode  # where the finding points
+    name: str
+    key: cst.SimpleString | None  # the literal holding the name (None for keywords/text)
+    value: cst.BaseExpression | None
+    text_value: str | None  # the value when it is known text
+    removal: list[tuple[cst.CSTNode, Edit]] = field(default_factory=list)
+    add: list[tuple[cst.CSTNode, Edit]] | None = None  # builder result filled lazily
+    add_builder: object = None
+    scope: cst.CSTNode | None = None
+    line: int = 0
+    suites: tuple[int, ...] = ()
+
+
+def _sites(a: Analyzer) -> list[_Site]:
+    s = a.facts.setdefault("env_sites", [])
+    assert isinstance(s, list)
+    return s
+
+
+def _str(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        v = node.evaluated_value
+        return v if isinstance(v, str) else None
+    if isinstance(node, cst.Integer):
+        return node.value
+    return None
+
+
+def _is_environ(a: Analyzer, node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Name, cst.Attribute)) and "os.environ" in a.qnames(node)
+
+
+def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString | None,
+              value: cst.BaseExpression | None) -> _Site | None:
+    row = lookup(name)
+    if row is None or row.kind is EnvKind.CURRENT:
+        return None
+    site = _Site(node, name, key, value, _str(value))
+    site.scope = a.enclosing_function()
+    site.line = a.pos(node).start.line
+    site.suites = a.suites()
+    _sites(a).append(site)
+    return site
+
+
+# --- set-site shapes ---
+@on(cst.Assign, *_CODES)
+def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
+    if len(node.targets) != 1:
+        return
+    t = node.targets[0].target
+    if not (isinstance(t, cst.Subscript) and _is_environ(a, t.value) and len(t.slice) == 1):
+        return
+    idx = t.slice[0].slice
+    if not (isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString)):
+        return
+    name = _str(idx.value)
+    if name is None:
+        return
+    site = _new_site(a, node, name, idx.value, node.value)
+    if site is None:
+        return
+    line = a.parent()
+    site.removal = remove_statement(node, line)
+
+    def add(new_name: str, key: cst.SimpleString = idx.value, sub: cst.Subscript = t) -> list[tuple[cst.CSTNode, Edit]]:
+        new_target = cst.AssignTarget(
+            target=sub.with_changes(slice=[cst.SubscriptElement(cst.Index(string_like(key, new_name)))])
+        )
+        return [(node, lambda u: u.with_changes(targets=[*u.targets, new_target]))]
+
+    site.add_builder = add
+
+
+@on(cst.Call, *_CODES)
+def _call(a: Analyzer, node: cst.Call) -> None:
+    func = node.func
+    attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if not node.args:
+        return
+    first = node.args[0]
+    # os.environ.update({...}) / os.environ.update(K=v) / dict(K=v)
+    if attr in ("update", "dict"):
+        for arg in node.args:
+            if arg.keyword is not None and lookup(arg.keyword.value) is not None:
+                site = _new_site(a, arg, arg.keyword.value, None, arg.value)
+                if site is not None:
+                    site.removal = remove(arg)
+                    site.add_builder = _kw_adder(arg)
+        return
+    if first.keyword is not None or not isinstance(first.value, cst.SimpleString) or len(node.args) < 2:
+        return
+    name = _str(first.value)
+    if name is None or lookup(name) is None:
+        return
+    lowered = attr.lower()
+    if not (attr in _SETTER_ATTRS or "set" in lowered or "put" in lowered or "export" in lowered):
+        return
+    if lowered.startswith("get") or "unset" in lowered:
+        return
+    site = _new_site(a, node, name, first.value, node.args[1].value)
+    if site is None:
+        return
+    small, line = a.statement()
+    if isinstance(small, cst.Expr):
+        site.removal = remove_statement(small, line)
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(node.args[1].value, _SIMPLE):
+            def add(new_name: str, line: cst.SimpleStatementLine = line, key: cst.SimpleString = first.value) -> list[tuple[cst.CSTNode, Edit]]:
+                new_call = node.with_changes(args=[node.args[0].with_changes(value=string_like(key, new_name)), *node.args[1:]])
+                new_line = line.with_changes(body=[cst.Expr(new_call)], leading_lines=[])
+                return [(line, lambda u: cst.FlattenSentinel([u, new_line]))]
+            site.add_builder = add
+
+
+def _kw_adder(arg: cst.Arg) -> object:
+    if not isinstance(arg.value, _SIMPLE):
+        return None
+
+    def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
+        new_arg = arg.with_changes(keyword=cst.Name(new_name))
+        return [(arg, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_arg]))]
+
+    return add
+
+
+@on(cst.DictElement, *_CODES)
+def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
+    if not isinstance(node.key, cst.SimpleString):
+        return
+    name = _str(node.key)
+    if name is None or lookup(name) is None:
+        return
+    site = _new_site(a, node, name, node.key, node.value)
+    if site is None:
+        return
+    site.removal = remove(node)
+    if isinstance(node.value, _SIMPLE):
+        key = node.key
+
+        def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
+            new_el = node.with_changes(key=string_like(key, new_name))
+            return [(node, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_el]))]
+
+        site.add_builder = add
+
+
+@on(cst.SimpleString, *_CODES)
+def _in_text(a: Analyzer, node: cst.SimpleString) -> None:
+    if "=" not in node.value:
+        return
+    v = _str(node)
+    if v is None:
+        return
+    for m in _IN_TEXT.finditer(v):
+        site = _new_site(a, node, m.group(1), None, None)
+        if site is not None:
+            site.text_value = m.group(2)
+            site.value = None
+
+
+@on(cst.Module, *_CODES)
+def _start(a: Analyzer, node: cst.Module) -> None:
+    a.finishers.append(lambda: _finish(a))
+
+
+def _pg_creations(a: Analyzer) -> list[tuple[cst.CSTNode | None, int, str]]:
+    c = a.facts.setdefault("pg_creations", [])
+    assert isinstance(c, list)
+    return c
+
+
+@on(cst.Call, "NCX101", "NCX102")
+def _pg_creation(a: Analyzer, node: cst.Call) -> None:
+    m = a.dist(node.func)
+    if m in ("init_process_group", "new_group", "is_backend_available", "new_subgroups"):
+        _pg_creations(a).append((a.enclosing_function(), a.pos(node).start.line, m))
+
+
+# --- findings ---
+def _finish(a: Analyzer) -> None:
+    sites = _sites(a)
+    # A replacement name anywhere in the file (set, or read back) means the pair is handled
+    # here already; textual on purpose, so a second --write never adds it twice.
+    set_names = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.module.code}
+    reads_toggle = _reads(a, TOGGLE_VAR)
+    for site in sites:
+        row = lookup(site.name)
+        assert row is not None
+        if row.kind is EnvKind.TOGGLE:
+            _toggle(a, site, reads_toggle)
+        else:
+            _other(a, site, row, set_names)
+
+
+def _reads(a: Analyzer, name: str) -> bool:
+    """Does the file read ``name`` back (anything but a set)?  Textual, conservative."""
+    pat = re.compile(r"(?:getenv\(|environ\.get\(|environ\.pop\(|environ\[)\s*['\"]" + re.escape(name)
+                     + r"['\"]\s*(\]\s*(=(?!=))?)?")
+    return any(m.group(2) is None for m in pat.finditer(a.module.code))
+
+
+def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
+    v = site.text_value
+    target = a.options.target_torch
+    late = [
+        (line, what)
+        for scope, line, what in _pg_creations(a)
+        if scope is site.scope and line < site.line
+    ]
+    tail = ""
+    if late:
+        line, what = late[0]
+        tail = (
+            f" This set comes after {what}() on line {line}; torch reads the variable once, "
+            'when "nccl" is first registered, so it has no effect here.'
+        )
+    removal = site.removal
+    if v == "0":
+        a.report(site.node, "NCX101",
+                 f'{TOGGLE_VAR}=0 rolls "nccl" back to legacy ProcessGroupNCCL on torch 2.15 '
+                 "(a rollback announced for 2.15 only); remove it once the job runs on nccl2." + tail,
+                 FixKind.UNSAFE, removal)
+    elif v is not None and v.strip().lower() in _FALSEY:
+        a.report(site.node, "NCX101",
+                 f'{TOGGLE_VAR}={v!r} does NOT roll back: only the literal "0" does, so torch 2.15 '
+                 'still builds nccl2 (and 2.14 stays on legacy, as if unset). Use "0" to roll back, '
+                 "or remove it." + tail,
+                 FixKind.UNSAFE, removal)
+    elif v == "1" or (v is not None and v.strip().lower() in _TRUTHY):
+        if target < (2, 15):
+            if v != "1":
+                a.report(site.node, "NCX102",
+                         f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
+            return
+        spelled = "" if v == "1" else f' ({v!r} never opted in on 2.14: only "1" does)'
+        safe = not reads_back and not site.removal == []
+        a.report(site.node, "NCX102",
+                 f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
+                 + (" The file reads the variable back, so removing it is not safe." if reads_back else ""),
+                 FixKind.SAFE if safe else FixKind.UNSAFE, removal)
+    else:
+        shown = "an unresolved value" if v is None else repr(v)
+        a.report(site.node, "NCX101",
+                 f'{TOGGLE_VAR} is set to {shown}: only the literal "0" rolls "nccl" back to legacy '
+                 '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail,
+                 FixKind.UNSAFE, removal)
+
+
+def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str]) -> None:
+    code = row.py_code
+    rep = row.replacement
+    o = a.options
+    msg = f"{row.name}: {row.why}"
+    if row.kind is EnvKind.DEPRECATED:
+        msg = f"{row.name} is deprecated; use {rep}. {row.why}"
+    elif row.kind is EnvKind.IGNORED:
+        msg = f"{row.name} is ignored by nccl2 in torch 2.15" + (f"; use {rep}" if rep else "") + f". {row.why}"
+    elif row.kind is EnvKind.OBSOLETE:
+        msg = f"{row.name} does nothing on torch 2.15. {row.why}"
+    builder = site.add_builder if callable(site.add_builder) else None
+    if rep is not None and rep in set_names:
+        # The new name is already set in this file: the safe part is done.
+        if row.unsafe_fix is Fix.RENAME and site.removal:
+            a.report(site.node, code, f"{msg} {rep} is already set here; the old name can go.",
+                     FixKind.UNSAFE, site.removal)
+        return
+    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME:
+        if rep is None:
+            a.report(site.node, code, msg, FixKind.UNSAFE, site.removal)
+            return
+        if site.key is not None:
+            key = site.key
+            a.report(site.node, code, msg, FixKind.UNSAFE, [(key, lambda u: string_like(key, rep))])
+            return
+    if row.fix is Fix.ADD and rep is not None and builder is not None:
+        a.report(site.node, code, f"{msg} Adding {rep} next to it.", FixKind.SAFE, builder(rep))
+        return
+    if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
+        a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep))
+        return
+    if row.unsafe_fix is Fix.RENAME and rep is None:
+        a.report(site.node, code, msg, FixKind.UNSAFE, site.removal)
+        return
+    if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None:
+        key2 = site.key
+        a.report(site.node, code, msg, FixKind.UNSAFE, [(key2, lambda u: string_like(key2, rep))])
+        return
+    a.report(site.node, code, msg)

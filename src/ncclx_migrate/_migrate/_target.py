@@ -1,0 +1,87 @@
+"""``--target-torch`` when not given: the oldest torch the project says it supports."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tomllib
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["DEFAULT_TARGET", "detect_target", "parse_target"]
+
+DEFAULT_TARGET = (2, 15)
+
+
+def parse_target(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", text)
+    if not m:
+        raise ValueError(f"--target-torch wants MAJOR.MINOR such as 2.14, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _floor(req_text: str) -> tuple[int, int] | None:
+    try:
+        req = Requirement(req_text)
+    except InvalidRequirement:
+        return None
+    if req.name.lower() != "torch":
+        return None
+    floors: list[tuple[int, int]] = []
+    for spec in req.specifier:
+        try:
+            v = Version(spec.version.replace(".*", ""))
+        except InvalidVersion:
+            continue
+        if spec.operator in (">=", "==", "~=", "==="):
+            floors.append((v.major, v.minor))
+        elif spec.operator == ">":
+            floors.append((v.major, v.minor + (1 if len(v.release) <= 2 else 0)))
+    return min(floors) if floors else None
+
+
+def _from_pyproject(path: Path) -> tuple[int, int] | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    project = data.get("project", {})
+    reqs: list[str] = list(project.get("dependencies", []) or [])
+    for extra in (project.get("optional-dependencies", {}) or {}).values():
+        reqs.extend(extra)
+    for group in (data.get("dependency-groups", {}) or {}).values():
+        reqs.extend(r for r in group if isinstance(r, str))
+    poetry = data.get("tool", {}).get("poetry", {}).get("dependencies", {}) or {}
+    if isinstance(poetry.get("torch"), str):
+        spec = poetry["torch"].strip()
+        spec = ">=" + spec[1:] if spec[:1] in "^~" else spec
+        reqs.append("torch" + (spec if spec[:1] in "<>=!~" else "==" + spec))
+    floors = [f for f in (_floor(r) for r in reqs if isinstance(r, str)) if f]
+    return min(floors) if floors else None
+
+
+def _from_requirements(path: Path) -> tuple[int, int] | None:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    floors = [f for f in (_floor(line.split("#")[0].strip()) for line in lines) if f]
+    return min(floors) if floors else None
+
+
+def detect_target(start: str) -> tuple[tuple[int, int], str | None]:
+    """(target, the file it came from); walks up from ``start`` to the first project file."""
+    here = Path(start).resolve()
+    if not here.is_dir():
+        here = here.parent
+    for d in (here, *here.parents):
+        candidates = [d / "pyproject.toml", *sorted(d.glob("requirements*.txt"))]
+        present = [c for c in candidates if c.is_file()]
+        for c in present:
+            found = _from_pyproject(c) if c.name == "pyproject.toml" else _from_requirements(c)
+            if found:
+                return found, str(c)
+        if present or (d / ".git").exists():
+            break  # the project root: stop here
+    return DEFAULT_TARGET, None
