@@ -1,0 +1,71 @@
+"""Scanners for the files around the Python code: shell and sbatch scripts, Dockerfiles,
+YAML (Kubernetes, compose, Helm values), ``.env`` files and Jupyter notebooks.
+
+The runner calls :func:`scan` for every file that is not ``.py``; it returns None for
+kinds handled elsewhere (or not at all).  Rules: NCX201 (``TORCH_DIST_USE_NCCL2``),
+NCX202 (``nccl-legacy`` as a backend value), NCX203 (deprecated or nccl2-ignored
+env names, from ``ncclx_migrate._envvars``); notebooks also get the Python rules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .._model import FileResult, Options
+from ._checks import Collector
+
+__all__ = ["file_kind", "scan"]
+
+_SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
+_SHELL_EXT = (".sh", ".bash", ".sbatch", ".slurm")
+
+
+def file_kind(path: str, text: str | None = None) -> str | None:
+    """"shell", "dockerfile", "yaml", "dotenv", "notebook" or None."""
+    base = os.path.basename(path)
+    lower = base.lower()
+    if lower.endswith(_SHELL_EXT):
+        return "shell"
+    if lower.endswith((".yaml", ".yml")):
+        return "yaml"
+    if lower.endswith(".ipynb"):
+        return "notebook"
+    if lower == ".env" or lower.endswith(".env"):
+        return "dotenv"
+    if (lower in ("dockerfile", "containerfile") or lower.endswith(".dockerfile")
+            or lower.startswith(("dockerfile.", "containerfile."))):
+        return "dockerfile"
+    if text is not None and "." not in base and _SHEBANG.match(text):
+        return "shell"
+    return None
+
+
+# Every table name contains "NCCL"; a file without it or "nccl-legacy" cannot match.
+def _may_match(text: str) -> bool:
+    return "NCCL" in text or "nccl-legacy" in text
+
+
+def scan(path: str, text: str, options: Options) -> FileResult | None:
+    """Findings (and fixes, per ``options``) for one non-Python file, or None if not ours."""
+    kind = file_kind(path, text)
+    if kind is None:
+        return None
+    if kind in ("notebook", "yaml"):
+        return None  # scanners land in the next commit
+    sink = Collector(path, text, options)
+    if not _may_match(text):
+        return sink.result()
+    if kind == "shell":
+        from ._shell import scan_shell
+
+        scan_shell(path, text, sink)
+    elif kind == "dotenv":
+        from ._dotenv import scan_dotenv
+
+        scan_dotenv(text, sink)
+    elif kind == "dockerfile":
+        from ._dockerfile import scan_dockerfile
+
+        scan_dockerfile(text, sink)
+    return sink.result()

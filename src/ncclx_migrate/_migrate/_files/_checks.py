@@ -1,0 +1,273 @@
+"""NCX201/NCX202/NCX203 on what the scanners found, and the per-file collector.
+
+Scanners do not decide anything: they report *where* an environment variable is
+assigned (:class:`EnvAssign`) and where ``nccl-legacy`` appears as a backend value
+(:class:`BackendUse`), each with the edits that would add, rename or remove it.
+This module applies the rules (env facts come only from ``ncclx_migrate._envvars``),
+suppression and selection, and turns the chosen edits into a :class:`FileResult`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..._envvars import TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
+from .._model import FileResult, Finding, FixKind, Options, is_selected
+from ._text import Edit, LineIndex, apply_edits, suppressed
+
+__all__ = [
+    "BACKEND_WORD",
+    "BackendUse",
+    "Collector",
+    "EnvAssign",
+    "backend_value_spans",
+    "is_backend_key",
+]
+
+LEGACY = "nccl-legacy"
+BACKEND_WORD = re.compile(r"backend", re.IGNORECASE)
+# A device:backend list such as "cpu:gloo,cuda:nccl-legacy".
+_DEVICE_LIST = re.compile(r"^[a-z]+:[A-Za-z0-9_-]+(,[a-z]+:[A-Za-z0-9_-]+)*$")
+
+AddFn = Callable[[str], "list[Edit] | None"]
+
+
+def is_backend_key(key: str) -> bool:
+    """A key, flag or variable name that names a backend (``--dist-backend``, ``DIST_BACKEND``,
+    ``trainer.backend``)."""
+    return bool(BACKEND_WORD.search(key))
+
+
+def backend_value_spans(value: str) -> list[int]:
+    """Offsets of ``nccl-legacy`` in ``value`` when the whole value is a backend value:
+    exactly ``nccl-legacy``, or a device list whose entry is ``<device>:nccl-legacy``."""
+    if value == LEGACY:
+        return [0]
+    if _DEVICE_LIST.match(value):
+        spans = []
+        pos = 0
+        for part in value.split(","):
+            if part.split(":", 1)[1] == LEGACY:
+                spans.append(pos + part.index(":") + 1)
+            pos += len(part) + 1
+        return spans
+    return []
+
+
+@dataclass
+class EnvAssign:
+    """One place that sets an environment variable."""
+
+    name: str
+    name_start: int  # absolute offset of the name
+    value: str | None  # the literal value, None when computed (``$X``, ``$(..)``)
+    raw_value: str = ""  # the value as written (quotes included)
+    value_start: int = -1  # absolute offset of raw_value (-1: unknown)
+    default: str | None = None  # literal default of ``${X:-d}``-style values
+    add: AddFn | None = None  # edits adding ``NEW=<same value>`` next to this one
+    remove: Callable[[], list[Edit] | None] | None = None
+    also_lines: tuple[int, ...] = ()  # other 0-based lines whose suppression comment counts
+    in_cell: str = ""  # message prefix for notebook cells
+
+
+@dataclass
+class BackendUse:
+    """``nccl-legacy`` at ``start`` where a backend value is expected (or merely likely)."""
+
+    start: int
+    fixable: bool  # True only where it clearly is a torch.distributed backend value
+    where: str  # the flag/key/name it belongs to, for the message
+    also_lines: tuple[int, ...] = ()
+    in_cell: str = ""
+
+
+@dataclass
+class _Hit:
+    offset: int
+    code: str
+    message: str
+    fix: FixKind
+    edits: list[Edit] | None
+    also_lines: tuple[int, ...]
+
+
+@dataclass
+class Collector:
+    path: str
+    text: str
+    options: Options
+    # Extra 0-based lines whose comment suppresses a finding on a given line (Dockerfile:
+    # the comment line above an instruction).
+    extra_suppress: dict[int, list[int]] = field(default_factory=dict)
+    assigns: list[EnvAssign] = field(default_factory=list)
+    backends: list[BackendUse] = field(default_factory=list)
+
+    def env(self, a: EnvAssign) -> None:
+        self.assigns.append(a)
+
+    def backend(self, b: BackendUse) -> None:
+        self.backends.append(b)
+
+    # ------------------------------------------------------------------ rules
+    def _hits(self) -> list[_Hit]:
+        hits: list[_Hit] = []
+        assigned = {a.name for a in self.assigns}
+        seen: set[tuple[int, str]] = set()
+        for a in self.assigns:
+            for hit in _env_hits(a, assigned, self.options):
+                key = (hit.offset, hit.code)
+                if key not in seen:
+                    seen.add(key)
+                    hits.append(hit)
+        for b in self.backends:
+            key = (b.start, "NCX202")
+            if key in seen:
+                continue
+            seen.add(key)
+            hits.append(_backend_hit(b))
+        return hits
+
+    def result(self) -> FileResult:
+        index = LineIndex(self.text)
+        findings: list[Finding] = []
+        taken: list[Edit] = []
+        for hit in sorted(self._hits(), key=lambda h: (h.offset, h.code)):
+            if not is_selected(hit.code, self.options):
+                continue
+            line = index.line_of(hit.offset)
+            lines = [line, *hit.also_lines, *self.extra_suppress.get(line, ())]
+            if any(suppressed(index.line_text(n), hit.code) for n in lines if 0 <= n < len(index)):
+                continue
+            row, col = index.position(hit.offset)
+            applied = False
+            if hit.edits is not None and self.options.wants_fix(hit.fix):
+                if not any(_overlaps(e, t) for e in hit.edits for t in taken):
+                    taken.extend(hit.edits)
+                    applied = True
+            findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied))
+        new_text = apply_edits(self.text, taken) if taken else None
+        if new_text == self.text:
+            new_text = None
+        return FileResult(self.path, findings, new_text)
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a.start == a.end or b.start == b.end:  # insertions only clash at the same point inside a span
+        return a.start < b.end and b.start < a.end
+    return a.start < b.end and b.start < a.end
+
+
+def _show(a: EnvAssign) -> str:
+    if a.value is not None:
+        return f'{a.name}="{a.value}"'
+    return f"{a.name}={a.raw_value}" if a.raw_value else a.name
+
+
+def _fixed(kind: FixKind, edits: list[Edit] | None) -> tuple[FixKind, list[Edit] | None]:
+    """A fix kind is only advertised when the scanner can express its edits here."""
+    return (kind, edits) if edits is not None else (FixKind.NONE, None)
+
+
+def _remove(a: EnvAssign) -> list[Edit] | None:
+    return a.remove() if a.remove is not None else None
+
+
+def _env_hits(a: EnvAssign, assigned: set[str], options: Options) -> list[_Hit]:
+    hits: list[_Hit] = []
+    if a.value is not None and LEGACY in a.value:
+        spans = backend_value_spans(a.value)
+        if spans and a.value_start >= 0:
+            # raw_value may carry quotes: find the literal in the raw text.
+            base = a.value_start + a.raw_value.find(a.value) if a.value in a.raw_value else -1
+            for s in spans:
+                if base >= 0:
+                    hits.append(_backend_hit(BackendUse(
+                        base + s, is_backend_key(a.name), a.name, a.also_lines, a.in_cell)))
+    if a.name == TOGGLE_VAR:
+        hit = _toggle_hit(a, options)
+        if hit is not None:
+            hits.append(hit)
+        return hits
+    row = lookup(a.name)
+    if row is None or not row.file_code or row.kind in (EnvKind.CURRENT, EnvKind.TOGGLE):
+        return hits
+    if row.replacement is not None and row.replacement in assigned:
+        return hits  # the current name is already set in this file: nothing left to do
+    hits.append(_row_hit(a, row))
+    return hits
+
+
+def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
+    code = "NCX201"
+    value = a.value
+    if value is None:
+        if a.default is None:
+            msg = (f"{TOGGLE_VAR} is set from {a.raw_value or 'the environment'}: only the literal "
+                   '"0" rolls "nccl" back to legacy ProcessGroupNCCL (torch 2.15) and only "1" '
+                   "opts in to nccl2 (2.14); the rollback was announced for 2.15 only")
+        else:
+            meaning = toggle_meaning(a.default)
+            what = {"rollback": "rolls back to legacy ProcessGroupNCCL",
+                    "opt-in": "opts in to nccl2 (redundant from 2.15 on)",
+                    }.get(meaning, "has no effect (only the literal \"0\" rolls back)")
+            msg = (f'{TOGGLE_VAR} defaults to "{a.default}" here, which {what}; '
+                   "the rollback was announced for torch 2.15 only")
+        return _Hit(a.name_start, code, a.in_cell + msg, FixKind.NONE, None, a.also_lines)
+    meaning = toggle_meaning(value)
+    if meaning == "rollback":
+        msg = (f'{TOGGLE_VAR}=0 makes "nccl" build the legacy ProcessGroupNCCL on torch 2.15; '
+               "this rollback was announced for 2.15 only: remove it once the job runs on nccl2 "
+               "(unsafe fix: removes the setting)")
+        kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
+    elif meaning == "opt-in":
+        if options.target_torch < (2, 15):
+            return None  # the opt-in is what makes 2.14 use nccl2; it is still needed
+        msg = (f"{TOGGLE_VAR}=1 is redundant from torch 2.15 on (nccl2 is the default); "
+               "removing it is left to --unsafe-fixes because scripts may read it back")
+        kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
+    else:
+        msg = (f'{_show(a)} has no effect: only the literal "0" rolls back to legacy '
+               'ProcessGroupNCCL (torch 2.15 still builds nccl2) and only "1" opts in on 2.14; '
+               'write "0" if a rollback was meant, or remove it (unsafe fix: removes it)')
+        kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
+    return _Hit(a.name_start, code, a.in_cell + msg, kind, edits, a.also_lines)
+
+
+def _row_hit(a: EnvAssign, row: EnvVar) -> _Hit:
+    code = row.file_code
+    repl = row.replacement
+    kind = FixKind.NONE
+    edits: list[Edit] | None = None
+    if row.kind is EnvKind.DEPRECATED:
+        assert repl is not None
+        msg = f"{a.name} is a deprecated spelling of {repl}: set {repl} next to it. {row.why}"
+        if row.fix is Fix.ADD:
+            kind, edits = _fixed(FixKind.SAFE, a.add(repl) if a.add else None)
+        if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
+            # Renaming drops the old name: unsafe, and only offered where adding is not possible.
+            kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]
+    elif row.kind is EnvKind.IGNORED:
+        instead = f"; set {repl} instead" if repl else ""
+        msg = f"{a.name} is ignored by nccl2, the torch 2.15 default{instead}. {row.why}"
+        if row.unsafe_fix is Fix.ADD and repl is not None:
+            kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
+    else:  # OBSOLETE
+        msg = f"{a.name} does nothing on torch 2.15. {row.why}"
+        if row.unsafe_fix is Fix.RENAME and repl is None:
+            kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
+    return _Hit(a.name_start, code, a.in_cell + msg, kind, edits, a.also_lines)
+
+
+def _backend_hit(b: BackendUse) -> _Hit:
+    if b.fixable:
+        msg = (f'"{LEGACY}" ({b.where}) selects the legacy ProcessGroupNCCL, a rollback name '
+               'with no announced future; "nccl" builds nccl2 on torch 2.15 (unsafe fix: '
+               'use "nccl")')
+        return _Hit(b.start, "NCX202", b.in_cell + msg, FixKind.UNSAFE,
+                    [Edit(b.start, b.start + len(LEGACY), "nccl")], b.also_lines)
+    msg = (f'"{LEGACY}" looks like a torch.distributed backend value ({b.where}); it selects the '
+           'legacy ProcessGroupNCCL, a rollback name with no announced future: use "nccl" '
+           "if it reaches init_process_group/new_group")
+    return _Hit(b.start, "NCX202", b.in_cell + msg, FixKind.NONE, None, b.also_lines)

@@ -1,0 +1,482 @@
+"""Shell and sbatch scripts: a small POSIX-shell lexer plus the command shapes that set
+environment variables or pass a backend name.
+
+Understood: ``export/declare -x/local/readonly X=Y``, prefix assignments ``X=Y cmd``,
+``env [-i] [-u N] X=Y cmd``, Slurm ``--export=ALL,X=Y`` (also in ``#SBATCH`` lines),
+``docker/podman run -e X=Y`` / ``--env X=Y``, ``mpirun -x X=Y``, ``${X:=d}`` defaults,
+``--backend nccl-legacy`` / ``--dist-backend=nccl-legacy`` and hydra-style
+``trainer.backend=nccl-legacy``.  Quotes, ``$(..)``, ``${..}``, backticks, line
+continuations, comments and here-documents (skipped: their body is data) are lexed so
+that nothing inside them is mistaken for a command.  The same analyser serves argv
+lists from Dockerfiles, YAML and notebooks (:func:`analyze_words`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ._checks import LEGACY, BackendUse, Collector, EnvAssign, backend_value_spans
+from ._text import Edit, LineIndex, newline_of, remove_word
+
+__all__ = ["Ctx", "Word", "analyze_words", "lex", "scan_shell", "scan_shell_range"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+# ${NAME:-d} / ${NAME-d} / ${NAME:=d} as a whole value (optionally double-quoted)
+_DEFAULTED = re.compile(r'^"?\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}$`"\']*)\}"?$')
+# ${NAME:=d} anywhere: assigns d when NAME is unset
+_ASSIGN_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=([^}$`\"']*)\}")
+_FLAG = re.compile(r"^--?[A-Za-z0-9_.-]*backend$", re.IGNORECASE)
+_FLAG_EQ = re.compile(r"^(--?[A-Za-z0-9_.-]*backend)=", re.IGNORECASE)
+_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z0-9_.-]*backend)=", re.IGNORECASE)
+_RESERVED = {"if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", "nohup", "exec"}
+_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+_ENV_FLAGS = {"-e", "--env", "-x"}  # docker/podman/apptainer run -e, mpirun -x
+_PRINTERS = {"echo", "printf", "logger", "log", "info", "warn", "die"}  # messages, not argv
+_BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
+_DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
+
+
+@dataclass
+class Word:
+    start: int
+    end: int
+    raw: str
+    value: str | None  # literal value; None when it contains an expansion
+
+
+@dataclass
+class Command:
+    words: list[Word]
+    directive: bool = False
+
+
+class Ctx:
+    """What the analyser needs to build edits: the whole text and where findings go."""
+
+    def __init__(self, text: str, sink: Collector, *, stray: bool = True, in_cell: str = "",
+                 lines_ok: bool = True) -> None:
+        self.text = text
+        self.index = LineIndex(text)
+        self.nl = newline_of(text)
+        self.sink = sink
+        self.stray = stray  # flag bare `nccl-legacy` words
+        self.in_cell = in_cell
+        self.lines_ok = lines_ok  # whole-line insert/delete allowed (False inside YAML strings)
+
+
+# ----------------------------------------------------------------------------- lexer
+def _skip_group(text: str, i: int, end: int, open_: str, close: str) -> int:
+    """``text[i]`` is ``open_``; return the offset after its matching ``close``."""
+    depth = 0
+    while i < end:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'" and open_ == "(":
+            k = text.find("'", i + 1, end)
+            i = end if k < 0 else k + 1
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return end
+
+
+def _read_word(text: str, i: int, end: int) -> tuple[int, str | None]:
+    buf: list[str] = []
+    static = True
+    j = i
+    while j < end:
+        c = text[j]
+        if c in " \t\n;&|()<>":
+            break
+        if c == "\r":
+            break
+        if c == "\\":
+            if j + 1 < end and text[j + 1] == "\n":
+                j += 2
+                continue
+            if j + 1 < end:
+                buf.append(text[j + 1])
+            j += 2
+            continue
+        if c == "'":
+            k = text.find("'", j + 1, end)
+            k = end - 1 if k < 0 else k
+            buf.append(text[j + 1 : k])
+            j = k + 1
+            continue
+        if c == '"':
+            k = j + 1
+            while k < end and text[k] != '"':
+                ch = text[k]
+                if ch == "\\" and k + 1 < end:
+                    if text[k + 1] in '$`"\\':
+                        buf.append(text[k + 1])
+                    elif text[k + 1] != "\n":
+                        buf.append(text[k : k + 2])
+                    k += 2
+                    continue
+                if ch == "$" and k + 1 < end and text[k + 1] in "({":
+                    static = False
+                    k = _skip_group(text, k + 1, end, text[k + 1], ")" if text[k + 1] == "(" else "}")
+                    continue
+                if ch in "$`":
+                    static = False
+                buf.append(ch)
+                k += 1
+            j = k + 1
+            continue
+        if c == "$":
+            static = False
+            nxt = text[j + 1] if j + 1 < end else ""
+            if nxt in "({":
+                j = _skip_group(text, j + 1, end, nxt, ")" if nxt == "(" else "}")
+                continue
+            if nxt == "'":  # $'...' ANSI-C quoting
+                k = j + 2
+                while k < end and text[k] != "'":
+                    k += 2 if text[k] == "\\" else 1
+                j = k + 1
+                continue
+            j += 1
+            continue
+        if c == "`":
+            static = False
+            k = text.find("`", j + 1, end)
+            j = end if k < 0 else k + 1
+            continue
+        buf.append(c)
+        j += 1
+    return min(j, end), ("".join(buf) if static else None)
+
+
+def _skip_heredocs(text: str, i: int, end: int, docs: list[tuple[str, bool]]) -> int:
+    for delim, strip_tabs in docs:
+        while i < end:
+            k = text.find("\n", i, end)
+            line_end = end if k < 0 else k
+            line = text[i:line_end].rstrip("\r")
+            if strip_tabs:
+                line = line.lstrip("\t")
+            i = end if k < 0 else k + 1
+            if line == delim:
+                break
+    return i
+
+
+def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
+    """Commands (lists of words) in ``text[start:end]``; offsets are absolute."""
+    end = len(text) if end is None else end
+    cmds: list[Command] = []
+    words: list[Word] = []
+    heredocs: list[tuple[str, bool]] = []
+
+    def flush() -> None:
+        nonlocal words
+        if words:
+            cmds.append(Command(words))
+        words = []
+
+    i = start
+    while i < end:
+        c = text[i]
+        if c in " \t\r\ufeff":
+            i += 1
+            continue
+        if c == "\\" and text.startswith("\n", i + 1):
+            i += 2
+            continue
+        if c == "\\" and text.startswith("\r\n", i + 1):
+            i += 3
+            continue
+        if c == "\n":
+            flush()
+            i += 1
+            if heredocs:
+                i = _skip_heredocs(text, i, end, heredocs)
+                heredocs = []
+            continue
+        if c == "#":
+            k = text.find("\n", i, end)
+            k = end if k < 0 else k
+            for d in _DIRECTIVES:
+                if text.startswith(d, i) and not words:
+                    for cmd in lex(text, i + len(d), k):
+                        cmds.append(Command(cmd.words, directive=True))
+                    break
+            i = k
+            continue
+        if text.startswith("<<", i) and not text.startswith("<<<", i):
+            k = i + 2
+            strip = text.startswith("-", k)
+            k += 1 if strip else 0
+            while k < end and text[k] in " \t":
+                k += 1
+            wend, value = _read_word(text, k, end)
+            if wend > k:
+                delim = value if value is not None else text[k:wend].strip("'\"")
+                heredocs.append((delim, strip))
+            i = max(wend, i + 2)
+            continue
+        if c in "<>":
+            i += 2 if text[i + 1 : i + 2] in ("&", "|", ">") else 1
+            continue
+        if c in ";&|()":
+            flush()
+            i += 1
+            continue
+        j, value = _read_word(text, i, end)
+        if j == i:
+            i += 1
+            continue
+        words.append(Word(i, j, text[i:j], value))
+        i = j
+    flush()
+    return cmds
+
+
+# -------------------------------------------------------------------------- analysis
+def _copyable(raw_value: str, old: str, inline: bool) -> bool:
+    if "$(" in raw_value or "`" in raw_value:
+        return False  # a command substitution may not give the same value twice
+    return not (inline and re.search(r"\$\{?" + re.escape(old) + r"\b", raw_value))
+
+
+def _line_insert(ctx: Ctx, line: int, new_line: str) -> Edit:
+    _, _, full = ctx.index.bounds(line)
+    if full == len(ctx.text) and not ctx.text.endswith("\n"):
+        return Edit(full, full, ctx.nl + new_line)
+    return Edit(full, full, new_line + ctx.nl)
+
+
+def _lone_line(ctx: Ctx, words: list[Word]) -> int | None:
+    """The 0-based line when ``words`` are the only code on one physical line."""
+    if not ctx.lines_ok:
+        return None
+    line = ctx.index.line_of(words[0].start)
+    if ctx.index.line_of(words[-1].end) != line:
+        return None
+    start, end, _ = ctx.index.bounds(line)
+    before = ctx.text[start : words[0].start]
+    after = ctx.text[words[-1].end : end].strip()
+    if before.strip() or (after and not after.startswith("#")):
+        return None
+    return line
+
+
+def _remove_word(ctx: Ctx, start: int, end: int) -> Edit:
+    return remove_word(ctx.index, start, end)
+
+
+def _drop_statement(ctx: Ctx, words: list[Word]) -> list[Edit]:
+    """Remove a whole simple command, keeping the script valid."""
+    line = _lone_line(ctx, words)
+    nxt = ""
+    if line is not None:
+        n = line + 1
+        while n < len(ctx.index) and not ctx.index.line_text(n).strip():
+            n += 1
+        nxt = ctx.index.line_text(n) if n < len(ctx.index) else ""
+    if line is not None and not _BODY_END.match(nxt):
+        start = ctx.index.starts[line]
+        _, _, full = ctx.index.bounds(line)
+        return [Edit(start, full, "")]
+    # `:` is the shell's no-op: it keeps `then ... fi` bodies and `X=0; cmd` valid.
+    return [Edit(words[0].start, words[-1].end, ":")]
+
+
+def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
+    """``words[k]`` is NAME=VALUE. ``mode``: "statement" (export/prefix), "env" (after
+    `env`), or a flag such as "-e" / "--env=" for runner options."""
+    w = words[k]
+    off = len("--env=") if mode == "--env=" else 0
+    m = _ASSIGN.match(w.raw, off)
+    if m is None:
+        return
+    name = m.group(1)
+    raw_value = w.raw[m.end() :]
+    value = w.value[m.end() :] if w.value is not None else None
+    dm = _DEFAULTED.match(raw_value) if value is None else None
+    flag_word = words[k - 1] if mode in _ENV_FLAGS and k > 0 else None
+    prefix = "--env=" if mode == "--env=" else ""
+    name_start = w.start + off
+
+    def add(new: str) -> list[Edit] | None:
+        lone = _lone_line(ctx, words) if mode == "statement" else None
+        if lone is not None and all(_ASSIGN.match(x.raw) or x.value in _DECLARE for x in words):
+            if not _copyable(raw_value, name, inline=False):
+                return None
+            if sum(1 for x in words if _ASSIGN.match(x.raw)) == 1:
+                start, _, _ = ctx.index.bounds(lone)
+                seg = ctx.text[start : w.end]
+                rel = name_start - start
+                return [_line_insert(ctx, lone, seg[:rel] + new + seg[rel + len(name) :])]
+        if not _copyable(raw_value, name, inline=True):
+            return None
+        lead = f" {flag_word.raw} " if flag_word is not None else " " + prefix
+        return [Edit(w.end, w.end, f"{lead}{new}={raw_value}")]
+
+    def remove() -> list[Edit] | None:
+        if flag_word is not None:
+            return [_remove_word(ctx, flag_word.start, w.end)]
+        if mode == "--env=":
+            return [_remove_word(ctx, w.start, w.end)]
+        head = [x for x in words if not _ASSIGN.match(x.raw)]
+        assigns = [x for x in words if _ASSIGN.match(x.raw)]
+        if len(assigns) == 1 and (not head or (mode == "statement" and head[0].value in _DECLARE
+                                               and len(head) == 1)):
+            return _drop_statement(ctx, words)
+        if mode == "statement" and head and head[0].value in _DECLARE and len(assigns) == 1:
+            return None  # `export -n X=0`-style shapes: leave to the user
+        return [_remove_word(ctx, w.start, w.end)]
+
+    ctx.sink.env(EnvAssign(
+        name, name_start, value, raw_value, name_start + len(name) + 1,
+        dm.group(1) if dm else None, add, remove, in_cell=ctx.in_cell,
+    ))
+
+
+def _emit_list(ctx: Ctx, w: Word, offset: int) -> None:
+    """Slurm ``--export=ALL,X=Y,...``: ``w.raw[offset:]`` is the list."""
+    body = w.raw[offset:]
+    base = w.start + offset
+    if len(body) >= 2 and body[0] == body[-1] and body[0] in "'\"":
+        body = body[1:-1]
+        base += 1
+    if "$(" in body or "`" in body:
+        return
+    items: list[tuple[int, str]] = []
+    pos = 0
+    for part in body.split(","):
+        items.append((pos, part))
+        pos += len(part) + 1
+    for idx, (pos, part) in enumerate(items):
+        m = _ASSIGN.match(part)
+        if m is None:
+            continue
+        name = m.group(1)
+        raw_value = part[m.end() :]
+        value = None if "$" in raw_value or "'" in raw_value or '"' in raw_value else raw_value
+        start = base + pos
+        end = start + len(part)
+
+        def add(new: str, raw_value: str = raw_value, end: int = end, name: str = name,
+                ) -> list[Edit] | None:
+            if not _copyable(raw_value, name, inline=True):
+                return None
+            return [Edit(end, end, f",{new}={raw_value}")]
+
+        def remove(idx: int = idx, start: int = start, end: int = end) -> list[Edit] | None:
+            if len(items) == 1:
+                return None  # `--export=X=0` alone means "export only X": not ours to change
+            if idx > 0:
+                return [Edit(start - 1, end, "")]
+            return [Edit(start, end + 1, "")]
+
+        dm = _DEFAULTED.match(raw_value) if value is None else None
+        ctx.sink.env(EnvAssign(name, start, value, raw_value, start + len(name) + 1,
+                               dm.group(1) if dm else None, add, remove, in_cell=ctx.in_cell))
+
+
+def _backend_in_word(ctx: Ctx, w: Word, value_offset: int, where: str, fixable: bool) -> bool:
+    """Report ``nccl-legacy`` in ``w`` whose backend value starts at ``value_offset`` of raw."""
+    if w.value is None:
+        return False
+    raw_tail = w.raw[value_offset:]
+    # Flags and override keys are unquoted, so the value is the literal's tail.
+    value = w.value[value_offset:] if value_offset else w.value
+    spans = backend_value_spans(value)
+    if not spans or value not in raw_tail:
+        return False
+    base = w.start + value_offset + raw_tail.find(value)
+    for s in spans:
+        ctx.sink.backend(BackendUse(base + s, fixable, where, in_cell=ctx.in_cell))
+    return True
+
+
+def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
+    """Find env assignments and backend values in one simple command (an argv)."""
+    if not words:
+        return
+    i = 0
+    while i < len(words) and words[i].value in _RESERVED:
+        i += 1
+    done: set[int] = set()
+    if not directive:
+        while i < len(words) and _ASSIGN.match(words[i].raw):
+            _emit_word_assign(ctx, words, i, "statement")
+            done.add(i)
+            i += 1
+        if i < len(words) and words[i].value in _DECLARE:
+            for k in range(i + 1, len(words)):
+                if _ASSIGN.match(words[k].raw):
+                    _emit_word_assign(ctx, words, k, "statement")
+                    done.add(k)
+        elif i < len(words) and words[i].value == "env":
+            k = i + 1
+            while k < len(words):
+                opt = words[k].value or ""
+                if _ASSIGN.match(words[k].raw):
+                    _emit_word_assign(ctx, words, k, "env")
+                    done.add(k)
+                elif opt in ("-u", "--unset"):
+                    k += 1
+                elif not opt.startswith("-"):
+                    break
+                k += 1
+    for k in range(i, len(words)):
+        w = words[k]
+        v = w.value
+        raw = w.raw
+        for dm in _ASSIGN_DEFAULT.finditer(raw):  # `: ${X:=0}` assigns when unset
+            ctx.sink.env(EnvAssign(dm.group(1), w.start + dm.start(1), None, dm.group(0), -1,
+                                   dm.group(2), in_cell=ctx.in_cell))
+        if k in done:
+            continue
+        if raw.startswith("--export="):
+            _emit_list(ctx, w, len("--export="))
+            continue
+        if v == "--export" and k + 1 < len(words):
+            _emit_list(ctx, words[k + 1], 0)
+            done.add(k + 1)
+            continue
+        if v in _ENV_FLAGS and k + 1 < len(words) and _ASSIGN.match(words[k + 1].raw):
+            _emit_word_assign(ctx, words, k + 1, v)
+            done.add(k + 1)
+            continue
+        if raw.startswith("--env=") and _ASSIGN.match(raw[len("--env="):]):
+            _emit_word_assign(ctx, words, k, "--env=")
+            continue
+        if v is None or LEGACY not in v:
+            continue
+        m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
+        if m is not None:
+            if _backend_in_word(ctx, w, m.end(), m.group(1), True):
+                continue
+        prev = words[k - 1] if k > 0 else None
+        if prev is not None and prev.value is not None and _FLAG.match(prev.value):
+            if _backend_in_word(ctx, w, 0, prev.value, True):
+                continue
+        if ctx.stray and words[i].value not in _PRINTERS:
+            _backend_in_word(ctx, w, 0, "an argument", False)
+
+
+def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:
+    for cmd in lex(ctx.text, start, end):
+        analyze_words(ctx, cmd.words, cmd.directive)
+
+
+def scan_shell(path: str, text: str, sink: Collector) -> None:
+    scan_shell_range(Ctx(text, sink), 0, len(text))
+
+
+def is_name(s: str) -> bool:
+    return bool(_NAME.fullmatch(s))

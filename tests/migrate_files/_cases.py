@@ -1,0 +1,85 @@
+"""Data-only cases for the non-Python scanners.
+
+``tests/fixtures/files/<kind>/<case>.in.<ext>`` is the input.  Next to it:
+``<case>.findings`` (``LINE:COL CODE FIX`` per finding, report mode), ``<case>.out.<ext>``
+(after safe fixes; absent = no change) and ``<case>.unsafe.<ext>`` (after
+``--unsafe-fixes``; absent = same as ``.out``).  ``python -m tests.migrate_files._cases``
+rewrites the expectations from the current scanners: review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ncclx_migrate._migrate._files import scan
+from ncclx_migrate._migrate._model import FileResult, Options
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
+
+REPORT = Options()
+SAFE = Options(apply_safe=True)
+UNSAFE = Options(apply_safe=True, apply_unsafe=True)
+
+
+@dataclass
+class Case:
+    input: Path
+
+    @property
+    def stem(self) -> str:
+        return self.input.name.split(".in.", 1)[0]
+
+    @property
+    def ext(self) -> str:
+        return self.input.name.split(".in.", 1)[1]
+
+    def sibling(self, kind: str) -> Path:
+        if kind == "findings":
+            return self.input.with_name(f"{self.stem}.findings")
+        return self.input.with_name(f"{self.stem}.{kind}.{self.ext}")
+
+    @property
+    def id(self) -> str:
+        return f"{self.input.parent.name}/{self.stem}"
+
+
+def cases() -> list[Case]:
+    return [Case(p) for p in sorted(FIXTURES.glob("*/*.in.*"))]
+
+
+def read(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def run(case: Case, text: str, options: Options) -> FileResult:
+    result = scan(case.input.name, text, options)
+    assert result is not None, f"{case.input.name} is not recognised as a file kind"
+    assert result.error is None, result.error
+    return result
+
+
+def render_findings(result: FileResult) -> str:
+    return "".join(f"{f.line}:{f.column} {f.code} {f.fix.value}\n" for f in result.findings)
+
+
+def regenerate() -> None:
+    for case in cases():
+        text = read(case.input)
+        case.sibling("findings").write_text(render_findings(run(case, text, REPORT)))
+        safe = run(case, text, SAFE).new_text
+        unsafe = run(case, text, UNSAFE).new_text
+        for kind, new in (("out", safe), ("unsafe", unsafe if unsafe != safe else None)):
+            path = case.sibling(kind)
+            if new is None:
+                path.unlink(missing_ok=True)
+            else:
+                with open(path, "w", encoding="utf-8", newline="") as f:
+                    f.write(new)
+        print(case.id, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    regenerate()

@@ -1,0 +1,78 @@
+"""Every data-only case under tests/fixtures/files: findings, safe and unsafe output,
+idempotence, CRLF, and that the output is still valid for its file kind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from ._cases import REPORT, SAFE, UNSAFE, Case, cases, read, render_findings, run
+
+CASES = cases()
+IDS = [c.id for c in CASES]
+
+
+def _expected(case: Case, kind: str, original: str) -> str:
+    path = case.sibling(kind)
+    if path.exists():
+        return read(path)
+    if kind == "unsafe":
+        return _expected(case, "out", original)
+    return original
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def _check_valid(case: Case, text: str, tmp_path: object) -> None:
+    kind = case.input.parent.name
+    if kind == "shell" and shutil.which("bash"):
+        proc = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True,
+                              timeout=30)
+        assert proc.returncode == 0, proc.stderr
+    elif kind == "yaml":
+        import yaml
+
+        list(yaml.safe_load_all(text))
+    elif kind == "notebook":
+        json.loads(text)
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_case(case: Case, crlf: bool, tmp_path: object) -> None:
+    conv = _crlf if crlf else (lambda s: s)
+    text = conv(read(case.input))
+
+    # Report mode: the expected findings, nothing written, nothing marked applied.
+    report = run(case, text, REPORT)
+    assert render_findings(report) == read(case.sibling("findings"))
+    assert report.new_text is None
+    assert not any(f.applied for f in report.findings)
+
+    for options, kind in ((SAFE, "out"), (UNSAFE, "unsafe")):
+        result = run(case, text, options)
+        expected = conv(_expected(case, kind, read(case.input)))
+        got = result.new_text if result.new_text is not None else text
+        assert got == expected
+        if result.new_text is None:
+            assert not any(f.applied for f in result.findings)
+        else:
+            assert any(f.applied for f in result.findings)
+            if crlf:
+                assert "\n" not in got.replace("\r\n", "")
+        # A second run changes nothing.
+        again = run(case, got, options)
+        assert again.new_text is None, f"second {kind} run still rewrites {case.id}"
+        _check_valid(case, got.replace("\r\n", "\n"), tmp_path)  # bash rejects CRLF itself
+    if not read(case.sibling("findings")):
+        assert run(case, text, UNSAFE).new_text is None  # no findings: byte-identical
+
+
+def test_every_kind_has_cases() -> None:
+    kinds = {c.input.parent.name for c in CASES}
+    assert {"shell", "dockerfile", "dotenv"} <= kinds

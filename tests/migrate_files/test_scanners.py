@@ -1,0 +1,125 @@
+"""Direct tests of the non-Python scanners: file kinds, messages, options."""
+
+from __future__ import annotations
+
+import pytest
+
+from ncclx_migrate._envvars import ENV_VARS, EnvKind
+from ncclx_migrate._migrate._files import file_kind, scan
+from ncclx_migrate._migrate._model import FixKind, Options
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "kind"),
+    [
+        ("launch.sh", "", "shell"),
+        ("jobs/train.sbatch", "", "shell"),
+        ("run.slurm", "", "shell"),
+        ("x.bash", "", "shell"),
+        ("bin/launch", "#!/usr/bin/env bash\necho hi\n", "shell"),
+        ("bin/launch", "#!/bin/sh\n", "shell"),
+        ("bin/launch", "#!/usr/bin/python3\n", None),
+        ("bin/launch", "no shebang\n", None),
+        ("Dockerfile", "", "dockerfile"),
+        ("docker/train.Dockerfile", "", "dockerfile"),
+        ("Dockerfile.cuda", "", "dockerfile"),
+        ("Containerfile", "", "dockerfile"),
+        ("k8s/job.yaml", "", "yaml"),
+        ("compose.yml", "", "yaml"),
+        (".env", "", "dotenv"),
+        ("prod.env", "", "dotenv"),
+        ("nb/a.ipynb", "{}", "notebook"),
+        ("README.md", "", None),
+        ("setup.cfg", "", None),
+    ],
+)
+def test_file_kind(path: str, text: str, kind: str | None) -> None:
+    assert file_kind(path, text) == kind
+
+
+def test_unhandled_file_is_none() -> None:
+    assert scan("notes.txt", "export TORCH_DIST_USE_NCCL2=0\n", Options()) is None
+
+
+def _one(path: str, text: str, options: Options | None = None):  # type: ignore[no-untyped-def]
+    result = scan(path, text, options or Options())
+    assert result is not None
+    assert len(result.findings) == 1, result.findings
+    return result.findings[0]
+
+
+@pytest.mark.parametrize("value", ["false", "False", "no", "off", '""'])
+def test_falsey_toggle_says_it_does_not_roll_back(value: str) -> None:
+    f = _one("a.sh", f"export TORCH_DIST_USE_NCCL2={value}\n")
+    assert f.code == "NCX201"
+    assert "has no effect" in f.message and 'only the literal "0" rolls back' in f.message
+    assert f.fix is FixKind.UNSAFE
+
+
+def test_rollback_toggle_message_and_position() -> None:
+    f = _one("a.sh", "#!/bin/bash\n  export TORCH_DIST_USE_NCCL2=0\n")
+    assert (f.line, f.column) == (2, 10)
+    assert "legacy ProcessGroupNCCL" in f.message and "2.15 only" in f.message
+    assert f.fix is FixKind.UNSAFE
+
+
+def test_opt_in_is_redundant_only_from_2_15() -> None:
+    text = "export TORCH_DIST_USE_NCCL2=1\n"
+    f = _one("a.sh", text)
+    assert "redundant" in f.message and f.fix is FixKind.UNSAFE
+    for target in ((2, 14), (2, 13)):
+        result = scan("a.sh", text, Options(target_torch=target))
+        assert result is not None and result.findings == []
+
+
+def test_removing_the_toggle_is_never_safe() -> None:
+    result = scan("a.sh", "export TORCH_DIST_USE_NCCL2=1\n", Options(apply_safe=True))
+    assert result is not None and result.new_text is None
+    assert result.findings[0].applied is False
+
+
+def test_select_and_ignore_prefixes() -> None:
+    text = "export TORCH_DIST_USE_NCCL2=0\nexport TORCH_NCCL_TRACE_BUFFER_SIZE=1\nB=nccl-legacy\n"
+    codes = lambda o: [f.code for f in scan("a.sh", text, o).findings]  # type: ignore[union-attr]  # noqa: E731
+    assert codes(Options()) == ["NCX201", "NCX203", "NCX202"]
+    assert codes(Options(select=("NCX203",))) == ["NCX203"]
+    assert codes(Options(ignore=("NCX20",))) == []
+    assert codes(Options(select=("NCX2",), ignore=("NCX201",))) == ["NCX203", "NCX202"]
+
+
+def test_every_deprecated_and_ignored_row_is_reported_in_files() -> None:
+    """The scanners read the one env table: each row with a file code is found."""
+    rows = [r for r in ENV_VARS if r.file_code and r.kind is not EnvKind.CURRENT
+            and r.kind is not EnvKind.TOGGLE]
+    text = "".join(f"export {r.name}=1\n" for r in rows)
+    result = scan("a.sh", text, Options())
+    assert result is not None
+    reported = {text.splitlines()[f.line - 1].split("=")[0][7:] for f in result.findings}
+    # Rows whose replacement is itself set in the text are legitimately quiet.
+    assigned = {r.name for r in rows}
+    expected = {r.name for r in rows if r.replacement not in assigned}
+    assert reported == expected
+    assert all(f.code == "NCX203" for f in result.findings)
+
+
+def test_replacement_already_set_means_nothing_left() -> None:
+    text = "export TORCH_NCCL_TRACE_BUFFER_SIZE=1\nexport TORCH_FR_BUFFER_SIZE=1\n"
+    result = scan("a.sh", text, Options())
+    assert result is not None and result.findings == []
+
+
+def test_file_without_nccl_text_is_untouched() -> None:
+    result = scan("a.sh", "echo hello\n", Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.findings == [] and result.new_text is None
+
+
+def test_unterminated_quote_does_not_crash() -> None:
+    result = scan("a.sh", "export TORCH_DIST_USE_NCCL2='0\necho $(\n", Options())
+    assert result is not None and result.error is None
+
+
+def test_dockerfile_comment_above_suppresses() -> None:
+    text = "FROM x\n# ncclx: ignore[NCX201]\nENV TORCH_DIST_USE_NCCL2=0\nENV TORCH_DIST_USE_NCCL2=0\n"
+    result = scan("Dockerfile", text, Options())
+    assert result is not None
+    assert [(f.line, f.code) for f in result.findings] == [(4, "NCX201")]
