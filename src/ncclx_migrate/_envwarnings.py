@@ -1,9 +1,196 @@
-"""Import-time environment warnings (LegacyNCCLWarning). Owned by the backend work."""
+"""Import-time environment warnings (``LegacyNCCLWarning``), once per finding.
+
+Runs inside ``import ncclx_migrate`` (budget 20 ms): no torch, no ``importlib.metadata``
+(33 ms), no ``packaging``, ``typing`` or ``dataclasses`` (7-11 ms each).  The env table
+is imported only when a variable it could match is set, and what torch is installed
+is read straight from its ``*.dist-info`` directory (version and
+``torch.distributed.backends`` entry points) only when the rollback toggle is set.
+"""
 
 from __future__ import annotations
 
-__all__ = ["warn_environment"]
+import os
+import sys
+
+from ._warnings import warn_legacy, warnings_mode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._envvars import EnvVar
+
+__all__ = ["PREFIXES", "InstalledTorch", "find_installed_torch", "toggle_message", "warn_environment"]
+
+# Every name in _envvars.ENV_VARS that can produce a finding starts with one of these
+# (tests/backend/test_envwarnings.py keeps it so).
+PREFIXES = ("TORCH_NCCL", "TORCH_DIST_USE_NCCL2", "NCCL_")
+_TOGGLE = "TORCH_DIST_USE_NCCL2"
+_GROUP = "[torch.distributed.backends]"
 
 
-def warn_environment() -> None:
-    """Warn once per finding about the process environment."""
+class InstalledTorch:
+    """torch's release and its own backend entry point names, read from its dist-info."""
+
+    __slots__ = ("backends", "version")
+
+    def __init__(self, version: tuple[int, int], backends: frozenset[str]) -> None:
+        self.version = version
+        self.backends = backends
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.version[0]}.{self.version[1]}"
+
+    @property
+    def has_nccl2(self) -> bool:
+        # 2.13 has no entry point group at all; nccl2 arrived with it in 2.14.
+        return "nccl2" in self.backends
+
+    @property
+    def rollback_gone(self) -> bool:
+        return self.has_nccl2 and self.version >= (2, 15) and "nccl-legacy" not in self.backends
+
+
+def _read_backends(dist_info: str) -> frozenset[str]:
+    names: set[str] = set()
+    try:
+        with open(os.path.join(dist_info, "entry_points.txt"), encoding="utf-8") as fh:
+            section = ""
+            for raw in fh:
+                line = raw.strip()
+                if line.startswith("["):
+                    section = line
+                elif section == _GROUP and "=" in line:
+                    names.add(line.split("=", 1)[0].strip().lower())
+    except OSError:
+        pass
+    return frozenset(names)
+
+
+def _parse_dist_name(name: str) -> tuple[int, int] | None:
+    """(major, minor) from ``torch-2.15.0+cu132.dist-info``; None for anything else."""
+    if not (name.startswith("torch-") and name.endswith(".dist-info")):
+        return None
+    parts = name[len("torch-") : -len(".dist-info")].split(".")
+    if len(parts) < 2 or not parts[0].isdigit():
+        return None
+    minor = ""
+    for ch in parts[1]:
+        if not ch.isdigit():
+            break
+        minor += ch
+    return (int(parts[0]), int(minor)) if minor else None
+
+
+def find_installed_torch(path: list[str] | None = None) -> InstalledTorch | None:
+    """The first torch ``*.dist-info`` on ``sys.path``, read without importing torch."""
+    for entry in sys.path if path is None else path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            version = _parse_dist_name(name)
+            if version is not None:
+                return InstalledTorch(version, _read_backends(os.path.join(entry, name)))
+    return None
+
+
+def _builds(torch: InstalledTorch, value: str | None) -> str:
+    """What "nccl" builds on this torch with the toggle at ``value``."""
+    if not torch.has_nccl2:
+        return "the legacy ProcessGroupNCCL (this torch has no nccl2)"
+    if torch.version < (2, 15):
+        return "nccl2" if value == "1" else "the legacy ProcessGroupNCCL"
+    if torch.rollback_gone:
+        return "nccl2"
+    return "the legacy ProcessGroupNCCL" if value == "0" else "nccl2"
+
+
+_UNSET = (
+    f"Migrate: unset {_TOGGLE}, make the code nccl2-ready (`ncclx migrate`), and pin only "
+    'the groups that still need legacy with backend="nccl-legacy".'
+)
+
+
+def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
+    """The NCX101 message for ``TORCH_DIST_USE_NCCL2=value`` on ``torch``, or None if harmless."""
+    from ._envvars import toggle_meaning
+
+    meaning = toggle_meaning(value)
+    if meaning == "no-effect":
+        here = f'; on {torch.label} "nccl" builds {_builds(torch, value)}' if torch else ""
+        return (
+            f"{_TOGGLE}={value!r} does nothing: torch reads only the literal \"0\" "
+            f"(rollback to legacy, 2.15) and \"1\" (opt-in to nccl2, 2.14){here}. "
+            f"Migrate: unset it, or write \"0\" if you mean the rollback."
+        )
+    if meaning == "opt-in":
+        if torch is not None and not torch.has_nccl2:
+            return (
+                f"{_TOGGLE}=1 does nothing on {torch.label}: it has no nccl2, so \"nccl\" "
+                "builds the legacy ProcessGroupNCCL. Migrate: upgrade to torch 2.14+ "
+                "(opt-in) or 2.15+ (nccl2 by default)."
+            )
+        return None
+    if meaning != "rollback":
+        return None
+    if torch is not None and torch.rollback_gone:
+        return (
+            f"{_TOGGLE}=0 does nothing on {torch.label}: its legacy rollback is gone "
+            f"(no \"nccl-legacy\" backend), so \"nccl\" builds nccl2. {_UNSET}"
+        )
+    if torch is not None and not torch.has_nccl2:
+        lead = f"{_TOGGLE}=0 does nothing on {torch.label} (no nccl2) but"
+    elif torch is not None and torch.version < (2, 15):
+        lead = f"{_TOGGLE}=0 changes nothing on {torch.label} (legacy is its default) but"
+    else:
+        lead = f"{_TOGGLE}=0"
+    return (
+        f"{lead} rolls \"nccl\" back to the legacy ProcessGroupNCCL on torch 2.15, a rollback "
+        f"announced for 2.15 only. {_UNSET}"
+    )
+
+
+def env_message(row: EnvVar, value: str) -> str:
+    """The message for one deprecated, ignored or obsolete row of the env table."""
+    from ._envvars import EnvKind
+
+    if row.kind is EnvKind.DEPRECATED:
+        return (
+            f"{row.name} is a deprecated spelling of {row.replacement}. {row.why} "
+            f"Migrate: set {row.replacement}={value} next to it (`ncclx migrate` adds it)."
+        )
+    if row.kind is EnvKind.OBSOLETE:
+        return f"{row.name} does nothing on torch 2.15. {row.why} Migrate: delete it."
+    instead = (
+        f"use {row.replacement} instead"
+        if row.replacement
+        else "drop it once no job runs the legacy backend"
+    )
+    return (
+        f"{row.name} is ignored by nccl2, what \"nccl\" builds from torch 2.15. "
+        f"{row.why} Migrate: {instead}."
+    )
+
+
+def warn_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Warn once per finding about the process environment (no torch import)."""
+    env = os.environ if environ is None else environ
+    if not any(name.startswith(PREFIXES) for name in env):
+        return
+    if warnings_mode() == "ignore":
+        return
+    from ._envvars import TOGGLE_VAR, EnvKind, env_findings, lookup
+
+    value = env.get(TOGGLE_VAR)
+    if value is not None:
+        message = toggle_message(value, find_installed_torch())
+        row = lookup(TOGGLE_VAR)
+        if message is not None and row is not None:
+            warn_legacy(row.py_code, message, key=("env", TOGGLE_VAR))
+    for row in env_findings(env):
+        if row.kind is EnvKind.TOGGLE:
+            continue
+        warn_legacy(row.py_code, env_message(row, env[row.name]), key=("env", row.name))

@@ -8,9 +8,9 @@ and ``flight-recorder-and-reconfigure.md`` §2.3.
 from __future__ import annotations
 
 import enum
-from importlib import metadata
 
-from packaging.version import InvalidVersion, Version
+# importlib.metadata and packaging cost ~45 ms to import; `import ncclx_migrate`
+# (budget 20 ms) reads Phase from here, so both are imported where used.
 
 __all__ = [
     "NCCL_FLOOR",
@@ -46,6 +46,8 @@ def phase_for_version(version: str | tuple[int, int]) -> Phase:
     if isinstance(version, tuple):
         major, minor = version
     else:
+        from packaging.version import InvalidVersion, Version
+
         try:
             rel = Version(version).release
         except InvalidVersion as exc:
@@ -77,6 +79,8 @@ def phase_for_registry(names: set[str], nccl_is_nccl2_by_default: bool | None) -
 
 def installed_torch_version() -> str | None:
     """torch's version from package metadata, without importing torch."""
+    from importlib import metadata
+
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -84,5 +88,14 @@ def installed_torch_version() -> str | None:
 
 
 def backend_entry_points() -> dict[str, str]:
-    """torch.distributed.backends entry points (name -> target), without importing torch."""
-    return {ep.name: ep.value for ep in metadata.entry_points(group="torch.distributed.backends")}
+    """torch.distributed.backends entry points (name -> target), without importing torch.
+
+    Only torch's own: ncclx-migrate registers a ``nccl-legacy`` shim in the same group.
+    """
+    from importlib import metadata
+
+    return {
+        ep.name: ep.value
+        for ep in metadata.entry_points(group="torch.distributed.backends")
+        if not ep.value.startswith("ncclx_migrate.")
+    }

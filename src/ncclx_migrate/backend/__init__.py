@@ -1,5 +1,28 @@
-"""The new NCCL backend on every torch that has it, a legacy shim and compat helpers."""
+"""The new NCCL backend on every torch that has it, a legacy shim and compat helpers.
+
+Importing this package does not import torch; each function imports it on first use.
+See docs/backend.md.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._compat import (
+    NCCL_BACKEND_NAMES,
+    build_nccl_version,
+    coalescing,
+    is_nccl,
+    runtime_nccl_version,
+    set_timeout,
+)
+from ._select import BackendSelectionError, use_nccl2
+
+__all__ = [
+    "NCCL_BACKEND_NAMES",
+    "BackendSelectionError",
+    "build_nccl_version",
+    "coalescing",
+    "is_nccl",
+    "runtime_nccl_version",
+    "set_timeout",
+    "use_nccl2",
+]

@@ -1,0 +1,158 @@
+"""Replacements for what the legacy ProcessGroupNCCL had and nccl2 lacks (torch 2.13-2.15)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+from ._torch import c10d, dist, torch_version
+
+__all__ = [
+    "NCCL_BACKEND_NAMES",
+    "build_nccl_version",
+    "coalescing",
+    "is_nccl",
+    "runtime_nccl_version",
+    "set_timeout",
+]
+
+#: Every backend name that builds an NCCL implementation (legacy, nccl2 or lazy).
+NCCL_BACKEND_NAMES = frozenset({"nccl", "nccl2", "nccl-legacy", "nccl-lazy"})
+
+
+def _name_is_nccl(name: str) -> bool:
+    # "cpu:gloo,cuda:nccl" is NCCL on its CUDA half.
+    for part in name.lower().split(","):
+        if part.rsplit(":", 1)[-1].strip() in NCCL_BACKEND_NAMES:
+            return True
+    return False
+
+
+def _nccl_classes(d: Any) -> tuple[type, ...]:
+    names = ("ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy")
+    return tuple(cls for cls in (getattr(d, n, None) for n in names) if isinstance(cls, type))
+
+
+def _backend_is_nccl(d: Any, backend: Any) -> bool:
+    wrapper = getattr(c10d(), "_ProcessGroupWrapper", None)
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every backend.
+    while wrapper is not None and isinstance(backend, wrapper):
+        backend = backend.wrapped_pg
+    classes = _nccl_classes(d)
+    if classes and isinstance(backend, classes):
+        return True
+    try:
+        return _name_is_nccl(str(backend.name()))
+    except Exception:
+        return False
+
+
+def is_nccl(obj: object) -> bool:
+    """True when ``obj`` is NCCL in any implementation (legacy, nccl2, nccl-lazy).
+
+    ``obj``: a ProcessGroup, a backend object (``_ProcessGroupWrapper`` is unwrapped)
+    or a backend name such as ``"nccl"``, ``"nccl-legacy"`` or ``"cpu:gloo,cuda:nccl"``.
+    Replaces ``isinstance(b, ProcessGroupNCCL)``, ``get_backend(g) == "nccl"`` and
+    ``pg.name() == "nccl"``, which turn false under nccl2 or for explicit names (NCX110).
+    """
+    if isinstance(obj, str):
+        return _name_is_nccl(obj)
+    d = dist()
+    if isinstance(obj, d.ProcessGroup):
+        try:
+            if _name_is_nccl(str(d.get_backend(obj))):
+                return True
+        except (ValueError, RuntimeError, KeyError):
+            pass  # not a registered group (built by hand): look at its backends
+        for device in getattr(obj, "_device_types", ()):
+            try:
+                if _backend_is_nccl(d, obj._get_backend(device)):
+                    return True
+            except RuntimeError:
+                continue
+        return False
+    import torch._C._distributed_c10d as c_api  # dist.Backend is the name enum, not this
+
+    if isinstance(obj, c_api.Backend):
+        return _backend_is_nccl(d, obj)
+    raise TypeError(
+        "is_nccl() takes a ProcessGroup, a backend object or a backend name, "
+        f"not {type(obj).__name__}"
+    )
+
+
+def set_timeout(timeout: timedelta, group: Any = None) -> None:
+    """Set the default timeout of every backend of ``group`` (default: the world).
+
+    Replaces legacy ``backend._set_default_timeout(td)``, which nccl2 lacks (NCX111).
+    torch 2.14+: ``torch.distributed.set_timeout``; 2.13: ``_set_pg_timeout``.
+    """
+    if not isinstance(timeout, timedelta):
+        raise TypeError(f"set_timeout() needs a datetime.timedelta, not {type(timeout).__name__}")
+    d = dist()
+    public = getattr(d, "set_timeout", None)
+    if public is not None:
+        public(timeout, group)
+        return
+    c10d()._set_pg_timeout(timeout, group)
+
+
+def _nccl_version_from_class(method: str) -> tuple[int, int, int] | None:
+    cls = getattr(dist(), "ProcessGroupNCCL", None)
+    fn = getattr(cls, method, None)
+    if fn is None:
+        return None
+    major, minor, patch = tuple(fn())[:3]
+    return int(major), int(minor), int(patch)
+
+
+def _no_nccl() -> RuntimeError:
+    major, minor = torch_version()
+    return RuntimeError(
+        f"torch {major}.{minor} was built without NCCL (a CPU or ROCm-less build): "
+        "there is no NCCL version to report"
+    )
+
+
+def runtime_nccl_version() -> tuple[int, int, int]:
+    """The NCCL library actually loaded (``ncclGetVersion``), as (major, minor, patch).
+
+    Replaces ``backend.get_runtime_nccl_version()`` on an instance, which nccl2 lacks
+    (NCX111).  Works without a GPU.
+    """
+    version = _nccl_version_from_class("get_runtime_nccl_version")
+    if version is None:
+        raise _no_nccl()
+    return version
+
+
+def build_nccl_version() -> tuple[int, int, int]:
+    """The NCCL version torch was compiled against, as (major, minor, patch).
+
+    This is what ``torch.cuda.nccl.version()`` reports; it is not the loaded library.
+    """
+    version = _nccl_version_from_class("get_build_nccl_version")
+    if version is not None:
+        return version
+    import torch
+
+    try:
+        raw = torch.cuda.nccl.version()
+    except (AttributeError, RuntimeError) as exc:
+        raise _no_nccl() from exc
+    return int(raw[0]), int(raw[1]), int(raw[2])
+
+
+@contextlib.contextmanager
+def coalescing(group: Any = None, device: Any = None) -> Iterator[Any]:
+    """Batch the collectives issued inside the block, on any backend.
+
+    Replaces legacy ``backend._group_start()`` / ``backend._group_end()``, which nccl2
+    lacks (NCX111).  Uses torch's ``_coalescing_manager`` (2.13-2.15); the block waits
+    for the batch on exit.  Only collectives and P2P ops belong inside the block.
+    """
+    manager = c10d()._coalescing_manager
+    with manager(group, device) as cm:
+        yield cm

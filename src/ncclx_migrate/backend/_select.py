@@ -1,0 +1,126 @@
+"""``use_nccl2()``: make ``backend="nccl"`` build ProcessGroupNCCL2 on every torch that has it.
+
+Why a selection call and not a backend name of our own: torch keys behaviour off the
+*name* "nccl" and ``BackendType.NCCL`` (default timeout, ``nn.functional``, sharded
+tensors, pipelining, ``c10d_logger``); any other name is CUSTOM and loses all of it
+(docs/backend.md lists the places).  So we keep the name and choose its creator: torch's
+own ``_register_builtin_nccl_backend`` runs once with the toggle read as opt-in, which
+registers torch's ``_create_nccl2_process_group`` with ``BackendType.NCCL`` and keeps the
+2.15 flight-recorder bookkeeping (``_FR_SELF_RECORDING_BACKENDS``) in step.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._warnings import warn_legacy
+from ._torch import c10d, torch_version
+
+__all__ = ["BackendSelectionError", "nccl_creator", "use_nccl2"]
+
+_TOGGLE = "TORCH_DIST_USE_NCCL2"
+_REQUIRE = "NCCLX_REQUIRE_NCCL2"
+
+
+class BackendSelectionError(RuntimeError):
+    """``use_nccl2()`` cannot make "nccl" build nccl2 in this process."""
+
+
+def nccl_creator() -> str | None:
+    """Which torch creator "nccl" is registered with now: "nccl2", "legacy", another
+    function's name, or None when "nccl" is not registered (yet, or built in: 2.13)."""
+    mod = c10d()
+    plugin = mod.Backend._plugins.get("NCCL")
+    if plugin is None:
+        return None
+    fn = plugin.creator_fn
+    if fn is getattr(mod, "_create_nccl2_process_group", None):
+        return "nccl2"
+    if fn is getattr(mod, "_create_nccl_process_group", None):
+        return "legacy"
+    return str(getattr(fn, "__qualname__", fn))
+
+
+def _register_nccl_as_nccl2(mod: object) -> None:
+    registrar = getattr(mod, "_register_builtin_nccl_backend")  # noqa: B009
+    saved = os.environ.get(_TOGGLE)
+    # 2.14 opts in on the literal "1"; 2.15 rolls back only on "0".
+    os.environ[_TOGGLE] = "1"
+    try:
+        registrar()
+    finally:
+        if saved is None:
+            del os.environ[_TOGGLE]
+        else:
+            os.environ[_TOGGLE] = saved
+
+
+def _register_directly(mod: object) -> None:
+    """Fallback for a torch whose registrar ignores the toggle and does not pick nccl2."""
+    backend = mod.Backend  # type: ignore[attr-defined]
+    backend.register_backend(
+        backend.NCCL,
+        mod._create_nccl2_process_group,  # type: ignore[attr-defined]
+        extended_api=True,
+        devices=backend.backend_capability[backend.NCCL],
+        _backend_type=mod.ProcessGroup.BackendType.NCCL,  # type: ignore[attr-defined]
+    )
+    self_recording = getattr(mod, "_FR_SELF_RECORDING_BACKENDS", None)
+    if self_recording is not None:
+        self_recording.discard(backend.NCCL)
+
+
+def use_nccl2() -> str:
+    """Make ``backend="nccl"`` build ``ProcessGroupNCCL2`` whatever ``TORCH_DIST_USE_NCCL2`` says.
+
+    Call it before the first process group (``init_process_group`` or ``new_group``
+    naming "nccl", explicitly or through ``"cpu:gloo,cuda:nccl"`` / the CUDA default,
+    registers it and torch reads the toggle then).
+    Idempotent.  Returns what "nccl" builds: ``"nccl2"``, or ``"legacy"`` on a torch
+    without nccl2 (2.13), where it warns (``LegacyNCCLWarning``, NCX103) or, with
+    ``NCCLX_REQUIRE_NCCL2=1``, raises ``BackendSelectionError``.
+    """
+    mod = c10d()
+    if getattr(mod, "_create_nccl2_process_group", None) is None:
+        major, minor = torch_version()
+        if os.environ.get(_REQUIRE) == "1":
+            raise BackendSelectionError(
+                f"torch {major}.{minor} has no nccl2 and {_REQUIRE}=1 requires it: "
+                "upgrade to torch 2.14 or later, or unset NCCLX_REQUIRE_NCCL2 to run the legacy backend"
+            )
+        warn_legacy(
+            "NCX103",
+            f'torch {major}.{minor} has no nccl2, so "nccl" builds the legacy ProcessGroupNCCL. '
+            "Migrate: upgrade to torch 2.14+ (use_nccl2() then selects nccl2), or set "
+            f"{_REQUIRE}=1 to fail instead of falling back.",
+            key="use_nccl2:no-nccl2",
+        )
+        return "legacy"
+    current = nccl_creator()
+    if current == "nccl2":
+        return "nccl2"
+    if current is not None:
+        raise BackendSelectionError(
+            f'"nccl" is already registered with the {current} creator in this process '
+            f"({_TOGGLE}={os.environ.get(_TOGGLE)!r} was read when the first process group "
+            'or new_group naming "nccl" registered it): call '
+            "ncclx_migrate.backend.use_nccl2() before the first process group"
+        )
+    if os.environ.get(_TOGGLE) == "0":
+        warn_legacy(
+            "NCX101",
+            f'{_TOGGLE}=0 is overridden by use_nccl2(): "nccl" builds nccl2 in this process. '
+            f"Migrate: unset {_TOGGLE}; to keep legacy for one group use backend=\"nccl-legacy\".",
+            key="use_nccl2:toggle-overridden",
+        )
+    _register_nccl_as_nccl2(mod)
+    if nccl_creator() != "nccl2":
+        # A torch whose registrar no longer reads the toggle: register torch's creator ourselves.
+        mod.Backend._plugins.pop("NCCL", None)
+        _register_directly(mod)
+    if nccl_creator() != "nccl2":
+        raise BackendSelectionError(
+            f'could not register "nccl" with nccl2 on torch {".".join(map(str, torch_version()))}; '
+            "please report this with `ncclx doctor` output"
+        )
+    return "nccl2"

@@ -1,0 +1,101 @@
+"""The compat helpers on real gloo groups (2-3 processes on loopback), torch 2.13-2.15."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import run_ranks
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+
+PRELUDE = """
+import json, os, sys, warnings
+from datetime import timedelta
+import torch
+import torch.distributed as dist
+from ncclx_migrate import backend as nb
+
+rank, world, port = (int(a) for a in sys.argv[1:4])
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                        world_size=world, timeout=timedelta(seconds=60))
+store = dist.distributed_c10d._get_default_store()
+out = {}
+"""
+
+EPILOGUE = """
+dist.barrier()
+dist.destroy_process_group()
+print(json.dumps(out))
+"""
+
+
+def test_is_nccl_on_gloo_groups_backends_names_and_the_debug_wrapper(user_script) -> None:  # type: ignore[no-untyped-def]
+    script = user_script(
+        PRELUDE
+        + """
+world_pg = dist.group.WORLD
+sub = dist.new_group([0, 1])
+be = world_pg._get_backend(torch.device("cpu"))
+out["world"] = nb.is_nccl(world_pg)
+out["sub"] = nb.is_nccl(sub)
+out["backend"] = nb.is_nccl(be)
+out["backend_type"] = type(be).__name__
+out["names"] = {n: nb.is_nccl(n) for n in ["nccl", "NCCL", "nccl2", "nccl-legacy", "nccl-lazy",
+                                          "gloo", "cpu:gloo,cuda:nccl", "cpu:gloo", "mpi"]}
+out["enum"] = nb.is_nccl(dist.Backend.NCCL)
+try:
+    nb.is_nccl(42)
+except TypeError as exc:
+    out["bad"] = str(exc)
+"""
+        + EPILOGUE
+    )
+    for env in ({}, {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}):
+        results = run_ranks(script, 2, env)
+        for got in results:
+            assert got["world"] is False and got["sub"] is False and got["backend"] is False
+            assert got["names"] == {
+                "nccl": True, "NCCL": True, "nccl2": True, "nccl-legacy": True,
+                "nccl-lazy": True, "gloo": False, "cpu:gloo,cuda:nccl": True,
+                "cpu:gloo": False, "mpi": False,
+            }
+            assert got["enum"] is True
+            assert got["bad"] == (
+                "is_nccl() takes a ProcessGroup, a backend object or a backend name, not int"
+            )
+        # under DETAIL torch wraps the backend; is_nccl unwraps it instead of failing
+        expected = "_ProcessGroupWrapper" if env else "ProcessGroupGloo"
+        assert results[0]["backend_type"] == expected
+
+
+def test_set_timeout_applies_to_the_group(user_script) -> None:  # type: ignore[no-untyped-def]
+    # Rank 1 never joins the all_reduce; rank 0 must give up with the 2 s set by set_timeout,
+    # not the 60 s the group was created with (gloo names the timeout in its error).
+    script = user_script(
+        PRELUDE
+        + """
+nb.set_timeout(timedelta(seconds=2))
+if rank == 0:
+    try:
+        dist.all_reduce(torch.ones(1))
+        out["error"] = None
+    except RuntimeError as exc:
+        out["error"] = str(exc)
+    store.set("rank0-done", "1")
+else:
+    store.wait(["rank0-done"], timedelta(seconds=60))
+try:
+    nb.set_timeout(5)
+except TypeError as exc:
+    out["bad"] = str(exc)
+print(json.dumps(out))
+sys.stdout.flush()
+os._exit(0)  # the group is unusable after the timeout
+"""
+    )
+    results = run_ranks(script, 2)
+    assert "Timed out waiting 2000ms" in str(results[0]["error"])
+    assert results[1]["bad"] == "set_timeout() needs a datetime.timedelta, not int"
