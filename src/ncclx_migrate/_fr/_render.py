@@ -1,0 +1,180 @@
+"""Human and JSON renderings of a :class:`Diagnosis`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
+
+__all__ = ["SCHEMA", "render_human", "to_json"]
+
+SCHEMA = "ncclx.fr/1"
+
+
+def rank_list(ranks: list[int]) -> str:
+    """'rank 2', 'ranks 0 and 1', 'ranks 0, 1 and 3'."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    body = ", ".join(str(r) for r in ranks[:-1])
+    return f"ranks {body} and {ranks[-1]}"
+
+
+def _span(ranks: list[int]) -> str:
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"ranks {ranks[0]}-{ranks[-1]}"
+    return rank_list(ranks) if ranks else "no ranks"
+
+
+def _verb(ranks: list[int], one: str, many: str) -> str:
+    return one if len(ranks) == 1 else many
+
+
+def _user_frame(frames: tuple[tuple[str, str, int], ...]) -> str | None:
+    for name, filename, line in frames:
+        if "/torch/" not in filename and "/ncclx_migrate/" not in filename:
+            return f"{name} at {filename}:{line}"
+    return None
+
+
+def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
+    what = f"{inc.op} #{inc.seq} of group {g.label}"
+    lines: list[str] = []
+    if inc.why == "never-entered":
+        waited = inc.entered_ranks
+        lines.append(f"{rank_list(inc.missing_ranks)} never entered {what}; {rank_list(waited)} waited")
+    elif inc.why == "not-completed":
+        lines.append(f"every rank with a dump entered {what} and it never completed")
+    else:
+        lines.append(
+            f"the last collective {rank_list(inc.entered_ranks)} entered was {what}; "
+            f"{rank_list(inc.no_dump_ranks)} left no dump "
+            f"({_verb(inc.no_dump_ranks, 'it', 'they')} may have exited or crashed)"
+        )
+    if inc.no_dump_ranks and inc.why != "no-dump":
+        lines.append(f"  {rank_list(inc.no_dump_ranks)} left no dump: unknown whether they entered it")
+    where = _user_frame(inc.frames)
+    if where:
+        lines.append(f"  the waiting ranks called it from {where}")
+    return lines
+
+
+def _mismatch_line(g: GroupReport, m: Mismatch) -> str:
+    what = f"#{m.seq} of group {g.label}"
+    culprits = m.culprit_ranks
+    if m.field == "op":
+        found = sorted(set(m.found.values()))
+        return (
+            f"{rank_list(culprits)} called {' / '.join(found)} as collective {what} "
+            f"where the other ranks called {m.expected}"
+        )
+    label = {"input_sizes": "input sizes", "input_dtypes": "input dtypes"}[m.field]
+    found = sorted(set(m.found.values()))
+    return (
+        f"{rank_list(culprits)} passed {label} {' / '.join(found)} to {m.op} {what} "
+        f"where the other ranks passed {m.expected}"
+    )
+
+
+def _stack_lines(diag: Diagnosis, g: GroupReport) -> list[str]:
+    """Where each culprit rank's main thread was when it dumped (ncclx watchdog dumps only)."""
+    lines: list[str] = []
+    for r in g.culprit_ranks:
+        dump = diag.dumps.dumps.get((g.recorder, r))
+        if dump is None:
+            continue
+        where = dump.meta.get("main_thread_at")
+        if isinstance(where, str) and where:
+            lines.append(f"  rank {r} was at {where} when it dumped")
+    return lines
+
+
+def render_human(diag: Diagnosis) -> str:
+    ds = diag.dumps
+    ranks = sorted({r for _, r in ds.dumps})
+    recs = ", ".join(ds.recorders())
+    versions = sorted({d.version for d in ds.dumps.values()})
+    fmts = sorted({d.fmt for d in ds.dumps.values()})
+    out = [
+        f"{len(ds.dumps)} dump(s) from {_span(ranks)} in {ds.folder} (prefix {ds.prefix!r}; "
+        f"recorder {recs}; format {', '.join(versions)} {'/'.join(fmts)})"
+    ]
+    out += [f"repaired: {r}" for r in ds.repairs]
+    for g in diag.groups:
+        head = f"group {g.label} (pg {g.name}"
+        if len(ds.recorders()) > 1:
+            head += f", recorder {g.recorder}"
+        out.append(f"{head}, {_span(g.ranks)}):")
+        if g.first_incomplete:
+            out += ["  " + line for line in _incomplete_lines(g, g.first_incomplete)]
+        for m in g.mismatches:
+            out.append("  " + _mismatch_line(g, m))
+        out += _stack_lines(diag, g)
+        if not g.first_incomplete and not g.mismatches:
+            out.append("  every collective that any rank enqueued completed on all ranks with dumps")
+        done = ", ".join(f"rank {r} #{s}" for r, s in sorted(g.last_completed.items()))
+        out.append(f"  last collective retired (completed, or failed on gloo): {done or 'none'}")
+    if diag.missing_dumps:
+        out.append(
+            f"no dump from {rank_list(diag.missing_dumps)} (expected {ds.prefix}<rank> in {ds.folder}); "
+            "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
+        )
+    culprits = sorted({r for g in diag.groups for r in g.culprit_ranks})
+    if culprits:
+        out.append(f"verdict: culprit {rank_list(culprits)}")
+    elif diag.problem:
+        out.append("verdict: problem found, no single culprit (see above)")
+    else:
+        out.append("verdict: no hang or mismatch found")
+    return "\n".join(out)
+
+
+def to_json(diag: Diagnosis) -> dict[str, Any]:
+    ds = diag.dumps
+    groups: list[dict[str, Any]] = []
+    for g in diag.groups:
+        inc = g.first_incomplete
+        groups.append(
+            {
+                "group": g.label,
+                "pg_name": g.name,
+                "recorder": g.recorder,
+                "ranks": g.ranks,
+                "first_incomplete": None
+                if inc is None
+                else {
+                    "seq": inc.seq,
+                    "op": inc.op,
+                    "why": inc.why,
+                    "missing_ranks": inc.missing_ranks,
+                    "entered_ranks": inc.entered_ranks,
+                    "no_dump_ranks": inc.no_dump_ranks,
+                },
+                "mismatches": [
+                    {
+                        "seq": m.seq,
+                        "op": m.op,
+                        "field": m.field,
+                        "expected": m.expected,
+                        "culprit_ranks": m.culprit_ranks,
+                        "found": {str(r): v for r, v in m.found.items()},
+                    }
+                    for m in g.mismatches
+                ],
+                "culprit_ranks": g.culprit_ranks,
+                "last_completed": {str(r): s for r, s in sorted(g.last_completed.items())},
+                "missing_dumps": g.missing_dumps,
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "folder": str(ds.folder),
+        "prefix": ds.prefix,
+        "dumps": [
+            {"rank": r, "recorder": rec, "path": str(d.path), "version": d.version, "format": d.fmt}
+            for (rec, r), d in sorted(ds.dumps.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+        ],
+        "repairs": ds.repairs,
+        "groups": groups,
+        "missing_dumps": diag.missing_dumps,
+        "problem": diag.problem,
+    }

@@ -1,0 +1,81 @@
+"""One gloo rank of a hang scenario; run as a script (under either torch venv).
+
+    python worker.py RANK WORLD PORT SCENARIO CULPRIT DUMPMODE
+
+SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
+before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
+subgroup of ranks 1..world-1, CULPRIT skips it).
+DUMPMODE: none (torch alone) | manual (each rank calls torch's dump API itself,
+as in flight-recorder-and-reconfigure.md E2b) | watchdog (ncclx_migrate.enable_hang_dump).
+Env: GLOO_TIMEOUT (s, default 4), HANG_DUMP (s, default 1.5), TORCH_FR_DUMP_TEMP_FILE.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+
+def _manual_dump(rank: int) -> None:
+    import torch._C._distributed_c10d as c10d
+
+    prefix = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
+    with open(f"{prefix}{rank}", "wb") as f:  # 2.13 has no _dump_fr_trace_file
+        f.write(c10d._dump_fr_trace(True, True, False))
+
+
+def main() -> None:
+    rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    scenario, culprit, mode = sys.argv[4], int(sys.argv[5]), sys.argv[6]
+    gloo_timeout = float(os.environ.get("GLOO_TIMEOUT", "4"))
+    import torch
+    import torch.distributed as dist
+
+    if mode == "watchdog":
+        import ncclx_migrate
+
+        ncclx_migrate.enable_hang_dump(float(os.environ.get("HANG_DUMP", "1.5")))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=gloo_timeout),
+    )
+    sub = dist.new_group(list(range(1, world)), group_desc="tail") if scenario == "subgroup" else None
+    for _ in range(2):
+        dist.all_reduce(torch.ones(3, 4))
+    is_culprit = rank == culprit and scenario != "ok"
+    if is_culprit and scenario == "exit":
+        print(f"[rank {rank}] exiting before collective #3", flush=True)
+        os._exit(0)
+    if is_culprit and scenario in ("skip", "subgroup"):
+        print(f"[rank {rank}] skipping collective #3", flush=True)
+        time.sleep(gloo_timeout + 2)
+    else:
+        try:
+            if is_culprit and scenario == "type":
+                dist.broadcast(torch.ones(4, 5), src=0)
+            elif scenario == "subgroup":
+                if sub is not None and rank in range(1, world):
+                    dist.all_reduce(torch.ones(4, 5), group=sub)
+                else:
+                    time.sleep(gloo_timeout + 2)
+            else:
+                dist.all_reduce(torch.ones(4, 5))
+            print(f"[rank {rank}] collective #3 completed", flush=True)
+        except RuntimeError as exc:
+            print(f"[rank {rank}] collective #3 raised: {str(exc).splitlines()[0][:120]}", flush=True)
+            if mode == "watchdog":
+                time.sleep(1)  # the peers' requests may still be in flight
+    if mode == "manual":
+        time.sleep(0.5)  # gloo retires an op on its own thread just after wait() returns
+        _manual_dump(rank)
+    sys.stdout.flush()
+    os._exit(0)  # skip gloo's teardown after a failed collective
+
+
+if __name__ == "__main__":
+    main()
