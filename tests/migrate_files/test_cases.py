@@ -35,7 +35,7 @@ def _check_valid(case: Case, text: str, tmp_path: object) -> None:
                               timeout=30)
         assert proc.returncode == 0, proc.stderr
     elif kind == "yaml":
-        import yaml
+        import yaml  # PyYAML: a dependency of libcst, so always installed
 
         list(yaml.safe_load_all(text))
     elif kind == "notebook":
@@ -75,4 +75,4 @@ def test_case(case: Case, crlf: bool, tmp_path: object) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml"} <= kinds

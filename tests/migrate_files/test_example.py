@@ -17,6 +17,7 @@ EXPECTED = {
     "launch.sbatch": {"NCX201", "NCX202", "NCX203"},
     "Dockerfile": {"NCX201", "NCX202", "NCX203"},
     ".env": {"NCX201", "NCX202", "NCX203"},
+    "k8s/job.yaml": {"NCX201", "NCX202", "NCX203"},
 }
 
 

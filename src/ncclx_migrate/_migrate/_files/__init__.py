@@ -51,8 +51,8 @@ def scan(path: str, text: str, options: Options) -> FileResult | None:
     kind = file_kind(path, text)
     if kind is None:
         return None
-    if kind in ("notebook", "yaml"):
-        return None  # scanners land in the next commit
+    if kind == "notebook":
+        return None  # the notebook scanner lands in the next commit
     sink = Collector(path, text, options)
     if not _may_match(text):
         return sink.result()
@@ -68,4 +68,8 @@ def scan(path: str, text: str, options: Options) -> FileResult | None:
         from ._dockerfile import scan_dockerfile
 
         scan_dockerfile(text, sink)
+    else:
+        from ._yaml import scan_yaml
+
+        scan_yaml(text, sink)
     return sink.result()

@@ -56,7 +56,7 @@ class Ctx:
     """What the analyser needs to build edits: the whole text and where findings go."""
 
     def __init__(self, text: str, sink: Collector, *, stray: bool = True, in_cell: str = "",
-                 lines_ok: bool = True) -> None:
+                 lines_ok: bool = True, env_fixes: bool = True) -> None:
         self.text = text
         self.index = LineIndex(text)
         self.nl = newline_of(text)
@@ -64,6 +64,7 @@ class Ctx:
         self.stray = stray  # flag bare `nccl-legacy` words
         self.in_cell = in_cell
         self.lines_ok = lines_ok  # whole-line insert/delete allowed (False inside YAML strings)
+        self.env_fixes = env_fixes  # False for argv lists (a YAML sequence item is one word)
 
 
 # ----------------------------------------------------------------------------- lexer
@@ -340,7 +341,8 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
 
     ctx.sink.env(EnvAssign(
         name, name_start, value, raw_value, name_start + len(name) + 1,
-        dm.group(1) if dm else None, add, remove, in_cell=ctx.in_cell,
+        dm.group(1) if dm else None, add if ctx.env_fixes else None,
+        remove if ctx.env_fixes else None, in_cell=ctx.in_cell,
     ))
 
 
@@ -383,7 +385,8 @@ def _emit_list(ctx: Ctx, w: Word, offset: int) -> None:
 
         dm = _DEFAULTED.match(raw_value) if value is None else None
         ctx.sink.env(EnvAssign(name, start, value, raw_value, start + len(name) + 1,
-                               dm.group(1) if dm else None, add, remove, in_cell=ctx.in_cell))
+                               dm.group(1) if dm else None, add if ctx.env_fixes else None,
+                               remove if ctx.env_fixes else None, in_cell=ctx.in_cell))
 
 
 def _backend_in_word(ctx: Ctx, w: Word, value_offset: int, where: str, fixable: bool) -> bool:
