@@ -14,6 +14,7 @@ from ._compat import (
     runtime_nccl_version,
     set_timeout,
 )
+from ._legacy import install_legacy_shim
 from ._select import BackendSelectionError, use_nccl2
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "BackendSelectionError",
     "build_nccl_version",
     "coalescing",
+    "install_legacy_shim",
     "is_nccl",
     "runtime_nccl_version",
     "set_timeout",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from .._warnings import warn_legacy
+from ._legacy import install_legacy_shim
 from ._torch import c10d, torch_version
 
 __all__ = ["BackendSelectionError", "nccl_creator", "use_nccl2"]
@@ -76,11 +77,13 @@ def use_nccl2() -> str:
     Call it before the first process group (``init_process_group`` or ``new_group``
     naming "nccl", explicitly or through ``"cpu:gloo,cuda:nccl"`` / the CUDA default,
     registers it and torch reads the toggle then).
+    Also installs the ``"nccl-legacy"`` shim (``install_legacy_shim()``).
     Idempotent.  Returns what "nccl" builds: ``"nccl2"``, or ``"legacy"`` on a torch
     without nccl2 (2.13), where it warns (``LegacyNCCLWarning``, NCX103) or, with
     ``NCCLX_REQUIRE_NCCL2=1``, raises ``BackendSelectionError``.
     """
     mod = c10d()
+    install_legacy_shim()
     if getattr(mod, "_create_nccl2_process_group", None) is None:
         major, minor = torch_version()
         if os.environ.get(_REQUIRE) == "1":
