@@ -9,22 +9,35 @@ from . import __version__
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Subcommands load on use: `ncclx doctor --level static` must not pay for libcst (the
+# codemod's import costs ~0.4 s), and --help still lists every command.
+_COMMANDS = {
+    "doctor": "._doctor._cli:doctor",
+    "migrate": "._migrate._cli:migrate",
+    "rules": "._migrate._cli:rules",
+    "explain": "._migrate._cli:explain",
+    "fr": "._fr._cli:fr",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            module, _, attr = _COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module, __package__), attr)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ncclx")
 def cli() -> None:
     """Carry training code and clusters across the PyTorch 2.15 nccl2 switch."""
-
-
-def _register() -> None:
-    from ._doctor._cli import doctor
-    from ._fr._cli import fr
-    from ._migrate._cli import explain, migrate, rules
-
-    for command in (doctor, migrate, rules, explain, fr):
-        cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:
