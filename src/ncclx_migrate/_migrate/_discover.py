@@ -91,7 +91,10 @@ def discover(roots: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
                         continue  # link out of the root
                 found.append(str(f.relative_to(root)).replace(os.sep, "/"))
         found = [r for r in found if not excluded(r, exclude)]
-        ignored = _git_ignored(root, found)
+        # A root the user named explicitly is scanned even if git ignores it (a venv, a
+        # vendored tree): ignore rules then apply only below it, as seen from git.
+        root_ignored = bool(_git_ignored(root.parent, [root.resolve().name]))
+        ignored = set() if root_ignored else _git_ignored(root, found)
         for rel in found:
             if rel in ignored:
                 continue

@@ -16,7 +16,7 @@ from importlib import resources
 
 from ._model import FixKind
 
-__all__ = ["RULES", "Rule", "get_rule", "rule_doc"]
+__all__ = ["RULES", "Rule", "get_rule", "rule_doc", "rules_markdown"]
 
 
 @dataclass(frozen=True)
@@ -122,3 +122,24 @@ def rule_doc(code: str) -> str | None:
         return (resources.files(__name__.rpartition(".")[0]) / rule.doc_path).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def rules_markdown() -> str:
+    """docs/rules.md: the table plus every rule's full doc (checked by a test)."""
+    out = [
+        "# ncclx migrate rules\n",
+        "Generated from `src/ncclx_migrate/_migrate/_rules.py` and `rule_docs/*.md` by "
+        "`NCCLX_UPDATE_DOCS=1 pytest tests/migrate/test_rules_table.py`; the test fails when it is "
+        "stale. `ncclx explain CODE` prints one entry.\n",
+        "| Code | Name | Fix | Torch | Files | Summary |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in RULES:
+        out.append(f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.fix_label} | {r.torch} | {r.files} | {r.summary} |")
+    out.append("")
+    for r in RULES:
+        doc = rule_doc(r.code) or "(no documentation)\n"
+        body = doc.split("\n", 1)[1] if doc.startswith("# ") else doc
+        out.append(f"## {r.code}\n\n**{r.name}**: {r.summary}\n")
+        out.append(body.replace("\n## ", "\n### ").strip() + "\n")
+    return "\n".join(out)

@@ -1,0 +1,49 @@
+"""The rule table, its docs and docs/rules.md agree; `ncclx rules` / `ncclx explain` show them."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ncclx_migrate._migrate._rules import RULES, rule_doc, rules_markdown
+from tests.conftest import run_ncclx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_codes_unique_and_well_formed() -> None:
+    codes = [r.code for r in RULES]
+    assert len(codes) == len(set(codes))
+    assert all(re.fullmatch(r"NCX[12]\d\d", c) for c in codes)
+
+
+def test_every_rule_has_a_doc_with_why_fix_evidence() -> None:
+    for r in RULES:
+        doc = rule_doc(r.code)
+        assert doc is not None, f"{r.code}: missing {r.doc_path}"
+        assert r.code in doc
+
+
+def test_docs_rules_md_is_generated_from_the_table() -> None:
+    path = ROOT / "docs" / "rules.md"
+    if os.environ.get("NCCLX_UPDATE_DOCS") == "1":
+        path.write_text(rules_markdown(), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    for r in RULES:
+        assert f"## {r.code}" in text and r.summary in text, f"docs/rules.md lacks {r.code}"
+    assert text == rules_markdown(), "docs/rules.md is stale: NCCLX_UPDATE_DOCS=1 pytest tests/migrate/test_rules_table.py"
+
+
+def test_rules_command_lists_every_code() -> None:
+    proc = run_ncclx("rules")
+    assert proc.returncode == 0, proc.stderr
+    for r in RULES:
+        assert r.code in proc.stdout
+
+
+def test_explain_prints_doc_and_rejects_unknown() -> None:
+    proc = run_ncclx("explain", "ncx101")
+    assert proc.returncode == 0 and "TORCH_DIST_USE_NCCL2" in proc.stdout
+    bad = run_ncclx("explain", "NCX999")
+    assert bad.returncode == 2 and "unknown rule code" in bad.stderr
