@@ -1,0 +1,224 @@
+"""The real `ncclx migrate` CLI in subprocesses: every flag, format and exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import other_python, run_ncclx
+
+TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
+REDUNDANT = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'
+CLEAN = "import torch\nprint(torch.__version__)\n"
+
+
+def tree(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_bytes(content.encode())
+    return tmp_path
+
+
+def test_report_only_exit_1_and_text_format(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": TOGGLE, "b.py": CLEAN})
+    proc = run_ncclx("migrate", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "a.py:2:1: NCX101 [unsafe-fix]" in proc.stdout
+    assert (tmp_path / "a.py").read_text() == TOGGLE  # report only: never writes
+
+
+def test_clean_tree_exit_0(tmp_path: Path) -> None:
+    tree(tmp_path, {"b.py": CLEAN})
+    proc = run_ncclx("migrate", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    assert "No findings in 1 files" in proc.stdout
+
+
+def test_json_schema(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": TOGGLE, "bad.py": "import torch.distributed as dist\ndist.init_process_group(\"nccl-legacy\"\ndef (:\n"})
+    proc = run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 2  # one file could not be parsed
+    doc = json.loads(proc.stdout)  # stdout holds JSON and nothing else
+    assert doc["schema"] == "ncclx.migrate/1" and doc["files_scanned"] == 2
+    (f,) = doc["findings"]
+    assert f == {"path": "a.py", "line": 2, "column": 1, "code": "NCX101", "message": f["message"],
+                 "fix": "unsafe", "applied": False}
+    assert doc["errors"][0]["path"] == "bad.py" and "cannot parse" in doc["errors"][0]["message"]
+
+
+def test_sarif_and_github(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": TOGGLE})
+    sarif = json.loads(run_ncclx("migrate", "--format", "sarif", ".", cwd=tmp_path).stdout)
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"NCX101", "NCX201"}
+    res = run["results"][0]
+    assert res["ruleId"] == "NCX101"
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "a.py"
+    assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 1}
+    gh = run_ncclx("migrate", "--format", "github", ".", cwd=tmp_path)
+    assert gh.stdout.startswith("::warning title=NCX101,file=a.py,line=2,col=1::NCX101 ")
+
+
+def test_write_safe_then_noop(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": REDUNDANT, "t.py": TOGGLE})
+    os.chmod(tmp_path / "a.py", 0o750)
+    proc = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
+    assert proc.returncode == 1  # the unsafe NCX101 is left
+    assert (tmp_path / "a.py").read_text() == "import os\n"
+    assert stat.S_IMODE((tmp_path / "a.py").stat().st_mode) == 0o750  # mode kept
+    assert (tmp_path / "t.py").read_text() == TOGGLE
+    again = run_ncclx("migrate", "--write", "--format", "json", ".", cwd=tmp_path)
+    assert not any(f["applied"] for f in json.loads(again.stdout)["findings"])
+    unsafe = run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert unsafe.returncode == 0, unsafe.stdout  # everything fixed: nothing left
+    assert (tmp_path / "t.py").read_text() == "import os\n"
+
+
+def test_diff_writes_nothing(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": REDUNDANT})
+    proc = run_ncclx("migrate", "--diff", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("--- a/a.py\n+++ b/a.py\n")
+    assert '-os.environ["TORCH_DIST_USE_NCCL2"] = "1"' in proc.stdout
+    assert (tmp_path / "a.py").read_text() == REDUNDANT
+    assert run_ncclx("migrate", "--diff", "--write", ".", cwd=tmp_path).returncode == 2
+
+
+def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:
+    crlf = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
+    untouched = b"# -*- coding: utf-8 -*-\r\nimport torch  \r\n"
+    tree(tmp_path, {"a.py": crlf, "b.py": untouched})
+    before = (tmp_path / "b.py").stat().st_mtime_ns
+    run_ncclx("migrate", "--write", ".", cwd=tmp_path)
+    assert (tmp_path / "a.py").read_bytes() == "\ufeffimport os\r\nx = 1\r\n".encode()
+    assert (tmp_path / "b.py").read_bytes() == untouched
+    assert (tmp_path / "b.py").stat().st_mtime_ns == before
+
+
+def test_bad_files_are_errors_others_still_processed(tmp_path: Path) -> None:
+    tree(tmp_path, {"bin.py": b"\x00\x01\x02", "latin.py": "x = 'caf\xe9'\n".encode("latin-1"),
+                    "broken.py": "TORCH_DIST_USE_NCCL2 = 1\nif x\n", "a.py": REDUNDANT})
+    proc = run_ncclx("migrate", "--write", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    errs = {e["path"]: e["message"] for e in doc["errors"]}
+    assert "binary" in errs["bin.py"] and "not UTF-8" in errs["latin.py"] and "cannot parse" in errs["broken.py"]
+    assert (tmp_path / "a.py").read_text() == "import os\n"  # still fixed
+    assert (tmp_path / "latin.py").read_bytes() == "x = 'caf\xe9'\n".encode("latin-1")
+    missing = run_ncclx("migrate", "nope.py", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.py: error: cannot read" in missing.stdout
+
+
+def test_suppression_select_ignore(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"  # ncclx: ignore[NCX101]\n'
+                            'os.environ["TORCH_NCCL_NAN_CHECK"] = "1"  # ncclx: ignore\n',
+                    "b.py": TOGGLE + 'os.environ["TORCH_NCCL_ENABLE_MONITORING"] = "0"\n'})
+    proc = run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path)
+    codes = [(f["path"], f["code"]) for f in json.loads(proc.stdout)["findings"]]
+    assert codes == [("b.py", "NCX101"), ("b.py", "NCX122")]
+    sel = json.loads(run_ncclx("migrate", "--format", "json", "--select", "NCX12", ".", cwd=tmp_path).stdout)
+    assert [f["code"] for f in sel["findings"]] == ["NCX122"]
+    ign = json.loads(run_ncclx("migrate", "--format", "json", "--ignore", "NCX1", ".", cwd=tmp_path).stdout)
+    assert ign["findings"] == []
+    bad = run_ncclx("migrate", "--select", "XYZ", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "matches no rule code" in bad.stderr
+
+
+def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": REDUNDANT})
+    assert run_ncclx("migrate", "--target-torch", "2.14", ".", cwd=tmp_path).returncode == 0
+    assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1  # default 2.15: redundant
+    (tmp_path / "requirements.txt").write_text("torch>=2.14,<2.16\n")
+    proc = run_ncclx("migrate", ".", cwd=tmp_path)
+    assert proc.returncode == 0 and "target torch 2.14 (from" in proc.stderr
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname="x"\ndependencies=["torch==2.15.*"]\n')
+    assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1
+    bad = run_ncclx("migrate", "--target-torch", "two", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "--target-torch" in bad.stderr
+
+
+def test_stdin(tmp_path: Path) -> None:
+    proc = run_ncclx("migrate", "-", input=REDUNDANT, cwd=tmp_path)
+    assert proc.returncode == 1 and "-:2:1: NCX102" in proc.stdout
+    fixed = run_ncclx("migrate", "--write", "-", input=REDUNDANT, cwd=tmp_path)
+    assert fixed.stdout == "import os\n" and fixed.returncode == 0
+    diff = run_ncclx("migrate", "--diff", "-", input=REDUNDANT, cwd=tmp_path)
+    assert diff.stdout.startswith("--- a/-")
+    assert run_ncclx("migrate", "-", "x.py").returncode == 2
+
+
+def test_discovery_skips_venv_git_ignored_and_exclude(tmp_path: Path) -> None:
+    tree(tmp_path, {
+        "src/a.py": TOGGLE, "node_modules/x.py": TOGGLE, ".venv/lib/y.py": TOGGLE,
+        "env2/pyvenv.cfg": "", "env2/z.py": TOGGLE, "gen/ignored.py": TOGGLE, "build/b.py": TOGGLE,
+        "tests/t.py": TOGGLE, ".gitignore": "gen/\n",
+    })
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    doc = json.loads(run_ncclx("migrate", "--format", "json", "--exclude", "tests", ".", cwd=tmp_path).stdout)
+    assert sorted({f["path"] for f in doc["findings"]}) == ["src/a.py"]
+
+
+def test_symlinks_out_of_root_not_followed(tmp_path: Path) -> None:
+    outside = tree(tmp_path / "outside", {"o.py": TOGGLE})
+    root = tree(tmp_path / "root", {"a.py": CLEAN})
+    (root / "link.py").symlink_to(outside / "o.py")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    proc = run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=root)
+    assert proc.returncode == 0, proc.stdout
+    assert (outside / "o.py").read_text() == TOGGLE
+
+
+def test_jobs_gives_same_result(tmp_path: Path) -> None:
+    tree(tmp_path, {f"m{i}.py": (TOGGLE if i % 3 else CLEAN) for i in range(40)})
+    one = json.loads(run_ncclx("migrate", "--format", "json", "-j", "1", ".", cwd=tmp_path).stdout)
+    two = json.loads(run_ncclx("migrate", "--format", "json", "--jobs", "2", ".", cwd=tmp_path).stdout)
+    assert one == two and len(one["findings"]) == 26
+    assert run_ncclx("migrate", "--jobs", "0", ".", cwd=tmp_path).returncode == 2
+
+
+def test_use_shim_rewrites_to_helpers(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": "from torch.distributed import ProcessGroupNCCL\nok = isinstance(b, ProcessGroupNCCL)\n"})
+    run_ncclx("migrate", "--write", "--use-shim", ".", cwd=tmp_path)
+    text = (tmp_path / "a.py").read_text()
+    assert "from ncclx_migrate.backend import is_nccl" in text and "ok = is_nccl(b)" in text
+
+
+def test_progress_not_on_pipe(tmp_path: Path) -> None:
+    tree(tmp_path, {f"m{i}.py": CLEAN for i in range(60)})
+    proc = run_ncclx("migrate", ".", cwd=tmp_path)
+    assert "files\r" not in proc.stderr and "/60" not in proc.stderr
+
+
+def test_runs_without_torch(tmp_path: Path) -> None:
+    py = other_python("NCCLX_TEST_PY_NOTORCH")
+    tree(tmp_path, {"a.py": REDUNDANT})
+    proc = run_ncclx("migrate", "--write", ".", python=py, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.py").read_text() == "import os\n"
+
+
+TORCH_SRC = Path("/work/main/.venv/lib/python3.11/site-packages/torch")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_torch_own_sources_no_crash_no_error() -> None:
+    import torch
+
+    src = Path(torch.__file__).parent
+    proc = run_ncclx("migrate", "--format", "json", "--jobs", str(os.cpu_count() or 2), str(src), timeout=540)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["errors"] == []
+    assert doc["files_scanned"] > 2000
