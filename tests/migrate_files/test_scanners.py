@@ -123,3 +123,47 @@ def test_dockerfile_comment_above_suppresses() -> None:
     result = scan("Dockerfile", text, Options())
     assert result is not None
     assert [(f.line, f.code) for f in result.findings] == [(4, "NCX201")]
+
+
+def _nb(*sources: str) -> str:
+    import json
+
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": s.splitlines(keepends=True)} for s in sources]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
+                      indent=1) + "\n"
+
+
+def test_notebook_findings_point_into_the_file_and_name_the_cell() -> None:
+    text = _nb("x = 1\n", "import os\nos.environ['TORCH_NCCL_NAN_CHECK'] = '1'\n%env TORCH_DIST_USE_NCCL2=0\n")
+    result = scan("nb.ipynb", text, Options())
+    assert result is not None and result.error is None
+    f = next(f for f in result.findings if f.code == "NCX201")
+    assert f.message.startswith("cell 2, line 3: ")
+    lines = text.splitlines()
+    assert "%env TORCH_DIST_USE_NCCL2=0" in lines[f.line - 1]
+    assert lines[f.line - 1][f.column - 1 :].startswith("TORCH_DIST_USE_NCCL2")
+
+
+def test_notebook_names_resolve_across_cells() -> None:
+    text = _nb("import torch.distributed as dist\n", "ok = dist.get_backend() == 'nccl'\n")
+    result = scan("nb.ipynb", text, Options())
+    assert result is not None
+    assert [f.code for f in result.findings] == ["NCX110"]
+    alone = scan("nb.ipynb", _nb("ok = dist.get_backend() == 'nccl'\n"), Options())
+    assert alone is not None and alone.findings == []  # `dist` is not torch's here
+
+
+def test_invalid_notebook_is_a_one_line_error() -> None:
+    result = scan("nb.ipynb", '{"cells": [', Options())
+    assert result is not None and result.error is not None
+    assert "\n" not in result.error and "invalid JSON" in result.error
+    result = scan("nb.ipynb", '{"metadata": {}}', Options())
+    assert result is not None and result.error is not None and "cells" in result.error
+
+
+def test_notebook_shell_lines_are_fixed_in_place() -> None:
+    text = _nb("!TORCH_DIST_USE_NCCL2=0 torchrun train.py --dist-backend nccl-legacy\n")
+    result = scan("nb.ipynb", text, Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.new_text is not None
+    assert '"!torchrun train.py --dist-backend nccl\\n"' in result.new_text

@@ -52,7 +52,9 @@ def scan(path: str, text: str, options: Options) -> FileResult | None:
     if kind is None:
         return None
     if kind == "notebook":
-        return None  # the notebook scanner lands in the next commit
+        from ._notebook import scan_notebook
+
+        return scan_notebook(path, text, options)
     sink = Collector(path, text, options)
     if not _may_match(text):
         return sink.result()

@@ -103,6 +103,9 @@ class Collector:
     extra_suppress: dict[int, list[int]] = field(default_factory=dict)
     assigns: list[EnvAssign] = field(default_factory=list)
     backends: list[BackendUse] = field(default_factory=list)
+    # Names set elsewhere in the same file that this collector does not see (notebooks:
+    # other cells), so that a replacement added there counts as present here.
+    also_assigned: frozenset[str] = frozenset()
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -113,7 +116,7 @@ class Collector:
     # ------------------------------------------------------------------ rules
     def _hits(self) -> list[_Hit]:
         hits: list[_Hit] = []
-        assigned = {a.name for a in self.assigns}
+        assigned = {a.name for a in self.assigns} | self.also_assigned
         seen: set[tuple[int, str]] = set()
         for a in self.assigns:
             for hit in _env_hits(a, assigned, self.options):

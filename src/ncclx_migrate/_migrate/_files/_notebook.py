@@ -1,0 +1,287 @@
+"""Jupyter notebooks: the Python rules on code cells, the env rules on ``%env`` and
+``!`` lines and on ``%%bash``/``%%sh`` cells, written back without re-serialising the
+notebook (only the ``source`` value of a changed cell is replaced, in the layout it had).
+
+Positions: a finding's line and column point into the ``.ipynb`` file itself (the JSON
+line that holds that line of the cell, when ``source`` is the usual list of lines), so
+editors and code-scanning annotations land on it; the message starts with
+``cell N, line L:`` (N counts every cell from 1, markdown included; L counts lines in
+the cell from 1), which is what a notebook user looks for.
+
+Other ``%%`` cell magics are skipped. IPython-only lines (``!cmd``, ``%magic``,
+``x = !cmd``, ``obj?``) are replaced by a placeholder while the Python rules run and
+restored byte for byte. A cell that still does not parse as Python is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..._envvars import ENV_VARS
+from .._model import FileResult, Finding, Options
+from ._checks import Collector, EnvAssign
+from ._json_spans import JsonError, Node, parse
+from ._shell import Ctx, scan_shell_range
+from ._text import Edit, LineIndex, apply_edits
+
+__all__ = ["scan_notebook"]
+
+_MAGIC = re.compile(r"^([ \t]*)(?:[!%]|[A-Za-z_][\w.]*[ \t]*=[ \t]*[!%]|[\w.]+\?{1,2}[ \t]*$)")
+_SHELL_ASSIGN = re.compile(r"^[ \t]*(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?!")
+_ENV_MAGIC = re.compile(r"^([ \t]*%(?:set_)?env[ \t]+)([A-Za-z_][A-Za-z0-9_]*)([ \t]*=[ \t]*|[ \t]+)(\S.*?)[ \t]*$")
+_PLACEHOLDER = re.compile(r"^[ \t]*pass  # ncclx-magic-(\d+)[ \t]*$")
+_SHELL_CELL = re.compile(r"^%%(?:bash|sh|script[ \t]+(?:ba)?sh)\b")
+
+
+def _lines(text: str) -> list[str]:
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def _magic_line(path: str, body: str, options: Options, known: frozenset[str],
+                ) -> tuple[list[Finding], str | None]:
+    """Findings (line 1 = this line) and the new text of one IPython line."""
+    sink = Collector(path, body, options, also_assigned=known)
+    m = _ENV_MAGIC.match(body)
+    if m is not None:
+        lead, name, sep, raw = m.groups()
+        value = None if "$" in raw or "{" in raw else raw.strip("\"'")
+
+        def add(new: str) -> list[Edit] | None:
+            return [Edit(len(body), len(body), f"\n{lead}{new}{sep}{raw}")]
+
+        def remove() -> list[Edit] | None:
+            return [Edit(0, len(body), "")]
+
+        sink.env(EnvAssign(name, m.start(2), value, raw, m.start(4), None, add, remove))
+    elif _SHELL_ASSIGN.match(body):
+        bang = body.index("!")
+        scan_shell_range(Ctx(body, sink, lines_ok=False), bang + 1, len(body))
+    result = sink.result()
+    return result.findings, result.new_text
+
+
+@dataclass
+class _Cell:
+    n: int  # 1-based index among all cells
+    node: Node  # the `source` value
+    source: str
+    shell: bool = False  # a %%bash / %%sh cell
+    skip: bool = False  # another %% cell magic: not Python, not ours
+    py_text: str = ""  # the source with IPython lines replaced by placeholders
+    magic: dict[int, tuple[list[Finding], str]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)  # cell-relative positions
+    new_source: str | None = None
+
+
+def _prepare(cell: _Cell, path: str, options: Options, known: frozenset[str]) -> None:
+    """Scan IPython lines and shell cells; leave the Python for the codemod."""
+    source = cell.source
+    if source.lstrip().startswith("%%"):
+        if not _SHELL_CELL.match(source.lstrip()):
+            cell.skip = True
+            return
+        cell.shell = True
+        sink = Collector(path, source, options, also_assigned=known)
+        start = source.find("\n") + 1 if "\n" in source else len(source)
+        scan_shell_range(Ctx(source, sink), start, len(source))
+        result = sink.result()
+        cell.findings, cell.new_source = result.findings, result.new_text
+        return
+    py_lines: list[str] = []
+    for k, line in enumerate(_lines(source)):
+        body = line.rstrip("\r\n")
+        m = _MAGIC.match(body)
+        if m is None:
+            py_lines.append(line)
+            continue
+        found, new = _magic_line(path, body, options, known)
+        for f in found:
+            f.line = k + 1
+        cell.magic[k] = (found, body if new is None else new)
+        cell.findings.extend(found)
+        py_lines.append(f"{m.group(1)}pass  # ncclx-magic-{k}{line[len(body):]}")
+    cell.py_text = "".join(py_lines)
+
+
+def _finish(cell: _Cell, new_py: str | None, py_findings: list[Finding]) -> None:
+    """Put the IPython lines back into the (possibly rewritten) Python of the cell."""
+    out: list[str] = []
+    restored: set[int] = set()
+    for line in _lines(new_py if new_py is not None else cell.py_text):
+        body = line.rstrip("\r\n")
+        m = _PLACEHOLDER.match(body)
+        if m is None:
+            out.append(line)
+            continue
+        k = int(m.group(1))
+        restored.add(k)
+        if cell.magic[k][1]:
+            out.append(cell.magic[k][1] + line[len(body) :])
+    if restored != set(cell.magic):
+        # A Python fix moved a placeholder: keep the cell's Python as it was.
+        for f in py_findings:
+            f.applied = False
+        cell.findings.extend(py_findings)
+        if new_py is not None:
+            _finish(cell, None, [])
+        return
+    cell.findings.extend(py_findings)
+    new_source = "".join(out)
+    cell.new_source = None if new_source == cell.source else new_source
+
+
+_CELL_MARK = re.compile(r"^# ncclx-cell-(\d+)$")
+
+
+def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
+    """Run the codemod once over every code cell, as the kernel sees them: one namespace,
+    so `import torch.distributed as dist` in one cell resolves `dist` in the next."""
+    from .._python import transform_source
+
+    parts: list[str] = []
+    starts: list[tuple[int, _Cell]] = []  # (first line of the cell in the module, cell)
+    line = 1
+    for cell in cells:
+        text = cell.py_text if cell.py_text.endswith("\n") else cell.py_text + "\n"
+        parts.append(f"# ncclx-cell-{cell.n}\n{text}")
+        starts.append((line + 1, cell))
+        line += 1 + text.count("\n")
+    module = "".join(parts)
+    result = transform_source(module, path, options)
+    if result.error is not None:
+        return False
+    new_parts: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for row in _lines(result.new_text if result.new_text is not None else module):
+        m = _CELL_MARK.match(row.rstrip("\r\n"))
+        if m is not None:
+            current = new_parts.setdefault(int(m.group(1)), [])
+        elif current is None:
+            return False  # something was inserted above the first cell marker
+        else:
+            current.append(row)
+    if sorted(new_parts) != sorted(c.n for c in cells):
+        return False
+    by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
+    for f in result.findings:
+        owner = max((s for s in starts if s[0] <= f.line), key=lambda s: s[0], default=starts[0])
+        f.line = max(1, f.line - owner[0] + 1)
+        by_cell[owner[1].n].append(f)
+    for cell in cells:
+        new_py = "".join(new_parts[cell.n])
+        if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
+            new_py = new_py[:-1]
+        _finish(cell, None if new_py == cell.py_text else new_py, by_cell[cell.n])
+    return True
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _python_each(cells: list[_Cell], path: str, options: Options) -> None:
+    """Fallback when the cells do not parse together: one module per cell."""
+    from .._python import transform_source
+
+    for cell in cells:
+        result = transform_source(cell.py_text, path, options)
+        if result.error is None:
+            _finish(cell, result.new_text, result.findings)
+        else:
+            _finish(cell, None, [])
+
+
+def _position(index: LineIndex, node: Node, line: int, col: int) -> tuple[int, int]:
+    """File position of cell ``line``:``col`` (1-based) inside the ``source`` node."""
+    if node.items:
+        current = 1
+        for item in node.items:
+            if current >= line:
+                row, c = index.position(item.start)
+                return row, c + col
+            current += str(item.value).count("\n")
+        return index.position(node.items[-1].start)
+    return index.position(node.start)
+
+
+def _serialize(text: str, node: Node, new_source: str) -> str:
+    """``new_source`` in the layout of the original ``source`` value."""
+    original = text[node.start : node.end]
+    ascii_only = not any(ord(c) > 127 for c in text) and "\\u" in text
+    if not isinstance(node.value, str) and original.startswith("["):
+        parts = [json.dumps(p, ensure_ascii=ascii_only) for p in _lines(new_source)]
+        if "\n" not in original or not node.items:
+            return "[" + ", ".join(parts) + "]"
+        first = node.items[0].start
+        line_start = text.rfind("\n", 0, first) + 1
+        indent = text[line_start:first]
+        close_start = text.rfind("\n", 0, node.end - 1) + 1
+        close_indent = text[close_start : node.end - 1]
+        nl = "\r\n" if text[line_start - 2 : line_start] == "\r\n" else "\n"
+        if not parts:
+            return "[]"
+        return "[" + nl + ("," + nl).join(indent + p for p in parts) + nl + close_indent + "]"
+    return json.dumps(new_source, ensure_ascii=ascii_only)
+
+
+def scan_notebook(path: str, text: str, options: Options) -> FileResult:
+    try:
+        root = parse(text)
+    except JsonError as exc:
+        return FileResult(path, error=f"not a valid notebook: invalid JSON ({exc})")
+    cells = root.members.get("cells")
+    if cells is None or text[cells.start] != "[":
+        return FileResult(path, error="not a notebook: no top-level 'cells' list")
+    index = LineIndex(text)
+    code: list[_Cell] = []
+    for n, cell in enumerate(cells.items, 1):
+        kind = cell.members.get("cell_type")
+        src = cell.members.get("source")
+        if kind is None or kind.value != "code" or src is None:
+            continue
+        if isinstance(src.value, str):
+            source = src.value
+        elif src.items and all(isinstance(i.value, str) for i in src.items):
+            source = "".join(str(i.value) for i in src.items)
+        else:
+            continue
+        code.append(_Cell(n, src, source))
+    # A current env name written in any code cell counts as set (the kernel shares one
+    # environment), so a replacement added by a fix is seen by every later run.
+    everything = "\n".join(c.source for c in code)
+    known = frozenset(r.replacement for r in ENV_VARS
+                      if r.replacement and re.search(rf"\b{r.replacement}\b", everything))
+    for c in code:
+        _prepare(c, path, options, known)
+    python = [c for c in code if not c.shell and not c.skip and c.py_text.strip()]
+    for c in code:
+        if not c.shell and not c.skip and c.py_text.strip() and not _parses(c.py_text):
+            python.remove(c)  # not Python even without its IPython lines: leave it alone
+            _finish(c, None, [])
+        elif not c.shell and not c.skip and not c.py_text.strip():
+            _finish(c, None, [])  # only IPython lines: put their fixes in place
+    if python and not _python_together(python, path, options):
+        for c in python:
+            c.findings = [f for found, _ in c.magic.values() for f in found]
+        _python_each(python, path, options)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for c in code:
+        for f in c.findings:
+            row, col = _position(index, c.node, f.line, f.column)
+            f.message = f"cell {c.n}, line {f.line}: {f.message}"
+            f.path = path
+            f.line, f.column = row, col
+        findings.extend(c.findings)
+        if c.new_source is not None:
+            edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
+    findings.sort(key=lambda f: (f.line, f.column, f.code))
+    new_text = apply_edits(text, edits) if edits else None
+    return FileResult(path, findings, new_text if new_text != text else None)
