@@ -221,8 +221,7 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     meaning = toggle_meaning(value)
     if meaning == "rollback":
         msg = (f'{TOGGLE_VAR}=0 makes "nccl" build the legacy ProcessGroupNCCL on torch 2.15; '
-               "this rollback was announced for 2.15 only: remove it once the job runs on nccl2 "
-               "(unsafe fix: removes the setting)")
+               "this rollback was announced for 2.15 only: remove it once the job runs on nccl2")
         kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
     elif meaning == "opt-in":
         if options.target_torch < (2, 15):
@@ -233,7 +232,7 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     else:
         msg = (f'{_show(a)} has no effect: only the literal "0" rolls back to legacy '
                'ProcessGroupNCCL (torch 2.15 still builds nccl2) and only "1" opts in on 2.14; '
-               'write "0" if a rollback was meant, or remove it (unsafe fix: removes it)')
+               'write "0" if a rollback was meant, or remove it')
         kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
     return _Hit(a.name_start, code, a.in_cell + msg, kind, edits, a.also_lines)
 
@@ -266,8 +265,8 @@ def _row_hit(a: EnvAssign, row: EnvVar) -> _Hit:
 def _backend_hit(b: BackendUse) -> _Hit:
     if b.fixable:
         msg = (f'"{LEGACY}" ({b.where}) selects the legacy ProcessGroupNCCL, a rollback name '
-               'with no announced future; "nccl" builds nccl2 on torch 2.15 (unsafe fix: '
-               'use "nccl")')
+               'with no announced future: use "nccl", which builds nccl2 on torch 2.15 and '
+               "legacy on 2.14")
         return _Hit(b.start, "NCX202", b.in_cell + msg, FixKind.UNSAFE,
                     [Edit(b.start, b.start + len(LEGACY), "nccl")], b.also_lines)
     msg = (f'"{LEGACY}" looks like a torch.distributed backend value ({b.where}); it selects the '
