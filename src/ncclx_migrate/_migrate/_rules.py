@@ -97,7 +97,7 @@ RULES: tuple[Rule, ...] = (
     # --- other files (scanners in _migrate/_files) ---
     Rule("NCX201", "rollback-toggle-files",
          "TORCH_DIST_USE_NCCL2 set in a launch script, Dockerfile, YAML, .env file or notebook",
-         (_S, _U, _N), "2.14, 2.15", _OTHER),
+         (_U, _N), "2.14, 2.15", _OTHER),  # removing an env var is never safe
     Rule("NCX202", "nccl-legacy-backend-files",
          '"nccl-legacy" backend name in a launch script or config (e.g. --backend nccl-legacy)',
          (_U, _N), "2.14, 2.15", _OTHER),
