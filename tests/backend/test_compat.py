@@ -85,8 +85,10 @@ if rank == 0:
     except RuntimeError as exc:
         out["error"] = str(exc)
     store.set("rank0-done", "1")
+    store.wait(["rank1-done"], timedelta(seconds=60))  # rank 0 hosts the store: leave last
 else:
     store.wait(["rank0-done"], timedelta(seconds=60))
+    store.set("rank1-done", "1")
 try:
     nb.set_timeout(5)
 except TypeError as exc:
@@ -99,3 +101,98 @@ os._exit(0)  # the group is unusable after the timeout
     results = run_ranks(script, 2)
     assert "Timed out waiting 2000ms" in str(results[0]["error"])
     assert results[1]["bad"] == "set_timeout() needs a datetime.timedelta, not int"
+
+
+def test_coalescing_batches_and_survives_an_exception(user_script) -> None:  # type: ignore[no-untyped-def]
+    script = user_script(
+        PRELUDE
+        + """
+a = torch.full((2,), float(rank + 1))
+b = torch.full((3,), 10.0 * (rank + 1))
+with nb.coalescing():
+    dist.all_reduce(a)
+    dist.all_reduce(b)
+out["sums"] = [a.tolist(), b.tolist()]
+sub = dist.new_group([0, 1])
+try:
+    with nb.coalescing(sub):
+        dist.all_reduce(a, group=sub)
+        raise KeyError("user error inside the block")
+except KeyError:
+    pass
+c = torch.ones(1)
+with nb.coalescing(sub):  # torch's bare manager fails here: "non-empty op list"
+    dist.all_reduce(c, group=sub)
+out["after"] = c.item()
+"""
+        + EPILOGUE
+    )
+    for got in run_ranks(script, 2):
+        assert got["sums"] == [[3.0, 3.0], [30.0, 30.0, 30.0]]
+        assert got["after"] == 2.0
+
+
+def test_dump_flight_recorder_returns_this_groups_entries(user_script) -> None:  # type: ignore[no-untyped-def]
+    script = user_script(
+        PRELUDE
+        + """
+sub = dist.new_group([0, 1])
+dist.all_reduce(torch.ones(1))
+dist.all_reduce(torch.ones(2), group=sub)
+dist.all_reduce(torch.ones(3), group=sub)
+world = nb.dump_flight_recorder(dist.group.WORLD)
+mine = nb.dump_flight_recorder(sub, stack_traces=True)
+out["recorders"] = sorted(mine)
+entries = mine["gloo"]["entries"]
+out["names"] = sorted({e["profiling_name"] for e in entries})
+out["sizes"] = [e["input_sizes"] for e in entries]
+out["groups"] = sorted({e["process_group"][0] for e in entries})
+out["sub_name"] = dist.distributed_c10d._get_process_group_name(sub)
+out["world_sizes"] = [e["input_sizes"] for e in world["gloo"]["entries"]
+                      if e["profiling_name"] == "gloo:all_reduce"]
+out["frames"] = any(f["filename"].endswith("train.py") for e in entries for f in e["frames"])
+"""
+        + EPILOGUE
+    )
+    for got in run_ranks(script, 2):
+        assert got["recorders"] == ["gloo"]
+        assert got["names"] == ["gloo:all_reduce"]
+        assert got["sizes"] == [[[2]], [[3]]]
+        assert got["groups"] == [got["sub_name"]]
+        assert [[1]] in got["world_sizes"] and [[2]] not in got["world_sizes"]
+        assert got["frames"] is True
+
+
+def test_nccl_versions_match_the_library_torch_loads(user_script) -> None:  # type: ignore[no-untyped-def]
+    script = user_script(
+        """
+        import ctypes, json, glob, os
+        import torch
+        from ncclx_migrate import backend as nb
+        out = {}
+        for name in ("runtime_nccl_version", "build_nccl_version"):
+            try:
+                out[name] = list(getattr(nb, name)())
+            except RuntimeError as exc:
+                out[name] = str(exc)
+        # independent reading: ncclGetVersion of the libnccl.so.2 mapped into this process
+        libs = [line.split()[-1] for line in open("/proc/self/maps") if "libnccl.so" in line]
+        if libs:
+            v = ctypes.c_int()
+            ctypes.CDLL(libs[0]).ncclGetVersion(ctypes.byref(v))
+            code = v.value
+            out["loaded"] = [code // 10000, code // 100 % 100, code % 100]
+            out["cuda_nccl"] = list(torch.cuda.nccl.version()[:3])
+        print(json.dumps(out))
+        """
+    )
+    res = script.run()
+    assert res.returncode == 0, res.stderr
+    got = __import__("json").loads(res.stdout)
+    if dist.is_nccl_available():
+        assert got["runtime_nccl_version"] == got["loaded"]
+        assert got["build_nccl_version"] == got["cuda_nccl"]
+    else:
+        expected = f"torch {torch.__version__.split('+')[0].rsplit('.', 1)[0]} was built without NCCL"
+        assert got["runtime_nccl_version"].startswith(expected)
+        assert got["build_nccl_version"].startswith(expected)

@@ -14,16 +14,22 @@ from ._compat import (
     runtime_nccl_version,
     set_timeout,
 )
+from ._flight import dump_flight_recorder
 from ._legacy import install_legacy_shim
+from ._reconfigure import ReconfigureError, reconfigure, reconfigure_handle
 from ._select import BackendSelectionError, use_nccl2
 
 __all__ = [
     "NCCL_BACKEND_NAMES",
     "BackendSelectionError",
+    "ReconfigureError",
     "build_nccl_version",
     "coalescing",
+    "dump_flight_recorder",
     "install_legacy_shim",
     "is_nccl",
+    "reconfigure",
+    "reconfigure_handle",
     "runtime_nccl_version",
     "set_timeout",
     "use_nccl2",

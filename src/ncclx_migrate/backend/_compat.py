@@ -111,7 +111,7 @@ def _nccl_version_from_class(method: str) -> tuple[int, int, int] | None:
 def _no_nccl() -> RuntimeError:
     major, minor = torch_version()
     return RuntimeError(
-        f"torch {major}.{minor} was built without NCCL (a CPU or ROCm-less build): "
+        f"torch {major}.{minor} was built without NCCL (a CPU-only build): "
         "there is no NCCL version to report"
     )
 
@@ -150,9 +150,18 @@ def coalescing(group: Any = None, device: Any = None) -> Iterator[Any]:
     """Batch the collectives issued inside the block, on any backend.
 
     Replaces legacy ``backend._group_start()`` / ``backend._group_end()``, which nccl2
-    lacks (NCX111).  Uses torch's ``_coalescing_manager`` (2.13-2.15); the block waits
-    for the batch on exit.  Only collectives and P2P ops belong inside the block.
+    lacks (NCX111).  Uses torch's ``_coalescing_manager`` (2.13-2.15): the block waits
+    for the batch on exit, and all collectives in it must be of one kind (all_reduce,
+    all_gather_into_tensor or reduce_scatter_tensor), torch's limit.  Unlike the bare
+    manager, an exception inside the block leaves the group usable.
     """
-    manager = c10d()._coalescing_manager
-    with manager(group, device) as cm:
-        yield cm
+    mod = c10d()
+    pg = group if group is not None else mod._get_default_group()
+    try:
+        with mod._coalescing_manager(pg, device) as cm:
+            yield cm
+    except BaseException:
+        # torch leaves the ops recorded so far in the group's coalescing state, and every
+        # later coalescing block then fails with "non-empty op list": drop them.
+        mod._world.pg_coalesce_state.pop(pg, None)
+        raise
