@@ -13,6 +13,7 @@ lists from Dockerfiles, YAML and notebooks (:func:`analyze_words`).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ _OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z0-9_.-]*backend)=", re.IGNORECASE)
 _RESERVED = {"if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", "nohup", "exec"}
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 _ENV_FLAGS = {"-e", "--env", "-x"}  # docker/podman/apptainer run -e, mpirun -x
+_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+_DASH_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec, -xc
 _PRINTERS = {"echo", "printf", "logger", "log", "info", "warn", "die"}  # messages, not argv
 _BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
 _DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
@@ -444,6 +447,11 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
                                    dm.group(2), in_cell=ctx.in_cell))
         if k in done:
             continue
+        if (v is not None and _DASH_C.match(v) and k > i and k + 1 < len(words)
+                and os.path.basename(words[k - 1].value or "") in _SHELLS):
+            _scan_script_word(ctx, words[k + 1])
+            done.add(k + 1)
+            continue
         if raw.startswith("--export="):
             _emit_list(ctx, w, len("--export="))
             continue
@@ -470,6 +478,26 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
                 continue
         if ctx.stray and words[i].value not in _PRINTERS:
             _backend_in_word(ctx, w, 0, "an argument", False)
+
+
+def _scan_script_word(ctx: Ctx, w: Word) -> None:
+    """The script of ``bash -c '...'`` / ``sh -c "..."``: one quoted word holding commands."""
+    raw = w.raw
+    if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0]:
+        return
+    if raw[0] == "'":
+        if raw.find("'", 1) != len(raw) - 1:
+            return
+    else:
+        k = 1
+        while k < len(raw) - 1:
+            if raw[k] == "\\":
+                k += 2
+                continue
+            if raw[k] == '"':
+                return  # the word is several quoted pieces
+            k += 1
+    scan_shell_range(ctx, w.start + 1, w.end - 1)
 
 
 def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:
