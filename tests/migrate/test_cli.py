@@ -208,14 +208,10 @@ def test_runs_without_torch(tmp_path: Path) -> None:
     assert (tmp_path / "a.py").read_text() == "import os\n"
 
 
-TORCH_SRC = Path("/work/main/.venv/lib/python3.11/site-packages/torch")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_torch_own_sources_no_crash_no_error() -> None:
-    import torch
-
+    torch = pytest.importorskip("torch")
     src = Path(torch.__file__).parent
     proc = run_ncclx("migrate", "--format", "json", "--jobs", str(os.cpu_count() or 2), str(src), timeout=540)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]

@@ -112,7 +112,8 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
         if again.new_text is None:
             break
     if applied:
-        result.findings = applied + [f for f in result.findings if not f.applied]
+        result.findings = sorted(applied + [f for f in result.findings if not f.applied],
+                                 key=lambda f: (f.line, f.column, f.code))
         if result.new_text == source:
             result.new_text = None
     return result

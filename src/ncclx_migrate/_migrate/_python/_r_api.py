@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from .._model import FixKind
@@ -53,6 +55,14 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
     cls = node.args[1].value
     msg = ("isinstance against ProcessGroupNCCL is False under nccl2 (the torch 2.15 default) and "
            "nccl-lazy: ProcessGroupNCCL2 is a sibling class, not a subclass")
+    if not (_is_nccl_class(a, cls) or (isinstance(cls, cst.Tuple) and any(_is_nccl_class(a, e.value) for e in cls.elements))):
+        return
+    legacy_use = _legacy_context(a)
+    if legacy_use:
+        a.report(node, "NCX110", msg + f". Not rewritten: the code around it relies on the legacy class "
+                 f"({legacy_use}), which nccl2 lacks, so this may mean \"is it legacy?\"; decide per branch "
+                 "(ncclx_migrate.backend.is_nccl tests for any NCCL).")
+        return
     if _is_nccl_class(a, cls):
         if a.options.use_shim and node.func.value == "isinstance":
             new: cst.BaseExpression = cst.parse_expression(f"is_nccl({a.code(node.args[0].value)})")
@@ -63,7 +73,8 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         repl = cst.parse_expression(_all_nccl_classes(dist))
         a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE,
                  replace_with(cls, repl), imports)
-    elif isinstance(cls, cst.Tuple) and any(_is_nccl_class(a, e.value) for e in cls.elements):
+    else:
+        assert isinstance(cls, cst.Tuple)
         dist, imports = _dist_ref(a)
         star = cst.parse_expression(f"(*{_all_nccl_classes(dist)},)")
         assert isinstance(star, cst.Tuple)
@@ -72,6 +83,35 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
             if _is_nccl_class(a, e.value):
                 edits.append((e, _starred(star.elements[0])))
         a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE, edits, imports)
+
+
+_LEGACY_USE = re.compile(
+    r"\.(uid|_group_start|_group_end|_set_default_timeout|_is_initialized|comm_split_count|"
+    r"_set_enable_nan_check|get_runtime_nccl_version|get_build_nccl_version|NCCL_CTA_POLICY_\w+|"
+    r"split_from|split_color)\b|\bProcessGroupNCCL\s*\("
+)
+
+
+def _legacy_context(a: Analyzer) -> str | None:
+    """What makes an isinstance test read as "is it the legacy class?": the enclosing
+    function (or module) uses legacy-only members, or the test guards a raise/assert."""
+    for anc in reversed(a.stack[:-1]):
+        if isinstance(anc, cst.Assert):
+            return "an assert on the type"
+        if isinstance(anc, cst.If):
+            body = a.code(anc.body)
+            if re.search(r"^\s*raise\b", body, re.M):
+                return "a type check that raises"
+            break
+        if isinstance(anc, cst.BaseSuite):
+            break
+    scope: cst.CSTNode = a.module
+    for anc in reversed(a.stack[:-1]):
+        if isinstance(anc, cst.FunctionDef):
+            scope = anc
+            break
+    m = _LEGACY_USE.search(a.code(scope))
+    return f"{m.group(0).strip('.(').strip()}" if m else None
 
 
 def _starred(el: cst.BaseElement) -> Edit:
@@ -93,6 +133,21 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         return
     left, target = node.left, node.comparisons[0]
     op, right = target.operator, target.comparator
+    if (isinstance(op, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)) and isinstance(left, cst.Call)
+            and isinstance(left.func, cst.Name) and left.func.value == "type" and len(left.args) == 1
+            and _is_nccl_class(a, right)):
+        msg = ("type(...) is ProcessGroupNCCL is False under nccl2 (the torch 2.15 default): "
+               "ProcessGroupNCCL2 is a sibling class")
+        legacy_use = _legacy_context(a)
+        if legacy_use:
+            a.report(node, "NCX110", msg + f". Not rewritten: the code around it relies on the legacy class ({legacy_use}).")
+            return
+        prefix = "not " if isinstance(op, (cst.IsNot, cst.NotEqual)) else ""
+        dist, imports = _dist_ref(a)
+        new = cst.parse_expression(f"{prefix}isinstance({a.code(left.args[0].value)}, {_all_nccl_classes(dist)})")
+        a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE,
+                 replace_with(node, new), imports)
+        return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
         left, right = right, left
     if not isinstance(left, cst.Call):
@@ -121,6 +176,8 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
            f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
     if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
         have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
+        if len(have & {"nccl", "nccl2", "nccl-legacy", "nccl-lazy"}) > 1:
+            return  # the author already chose which NCCL implementations count
         missing = [n for n in ("nccl2", "nccl-legacy", "nccl-lazy") if n not in have]
         if not missing:
             return
@@ -156,7 +213,27 @@ def _is_backend_obj(a: Analyzer, expr: cst.BaseExpression) -> bool:
     """``pg._get_backend(...)`` itself, or a name assigned only from such a call."""
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "_get_backend":
         return True
+    if isinstance(expr, cst.Name):
+        return _backend_source(a, expr) is not None
     return False
+
+
+def _backend_source(a: Analyzer, name: cst.Name) -> cst.Call | None:
+    """The ``X._get_backend(...)`` call that is the only value ever assigned to ``name``."""
+    from libcst.metadata import Assignment
+
+    from ._flow import flow
+
+    scope = a.scope(name)
+    if scope is None:
+        return None
+    assignments = list(scope[name.value])
+    if len(assignments) != 1 or not isinstance(assignments[0], Assignment):
+        return None
+    value = flow(a).assigned.get(id(assignments[0].node))
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "_get_backend":
+        return value
+    return None
 
 
 @on(cst.Attribute, "NCX111")
@@ -190,8 +267,9 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
         return
     if (name == "_set_default_timeout" and isinstance(call, cst.Call) and call.func is node
             and len(call.args) == 1 and _is_backend_obj(a, recv) and a.options.target_torch >= (2, 14)):
-        assert isinstance(recv, cst.Call) and isinstance(recv.func, cst.Attribute)
-        group = a.code(recv.func.value)
+        src = recv if isinstance(recv, cst.Call) else _backend_source(a, recv) if isinstance(recv, cst.Name) else None
+        assert isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute)
+        group = a.code(src.func.value)
         td = a.code(call.args[0].value)
         if a.options.use_shim:
             new = cst.parse_expression(f"set_timeout({td}, group={group})")
@@ -248,8 +326,8 @@ def _try(a: Analyzer, node: cst.Try) -> None:
         if names is None or any(n in ("Exception", "BaseException") for n in names):
             return
         has_v, has_r = "ValueError" in names, "RuntimeError" in names
-        if has_v == has_r:
-            continue
+        if has_v == has_r or (has_r and not body.bitwise):
+            continue  # a RuntimeError-only handler around init is usually about something else
         assert h.type is not None
         if body.init:
             why = ("init_process_group raises ValueError without a GPU under legacy but RuntimeError "
