@@ -13,6 +13,7 @@ pytestmark = pytest.mark.torch
 
 torch = pytest.importorskip("torch")
 c10d = pytest.importorskip("torch.distributed.distributed_c10d")
+MINOR = ".".join(torch.__version__.split("+")[0].split(".")[:2])  # "2.13"
 HAS_NCCL2 = hasattr(c10d, "_create_nccl2_process_group")
 HAS_FR_SET = hasattr(c10d, "_FR_SELF_RECORDING_BACKENDS")
 needs_nccl2 = pytest.mark.skipif(not HAS_NCCL2, reason=f"torch {torch.__version__} has no nccl2")
@@ -87,7 +88,7 @@ def test_error_when_nccl_was_already_registered_as_legacy(user_script) -> None: 
 
     res = script.run({"TORCH_DIST_USE_NCCL2": "0"}, args=(str(free_port()),))
     assert res.returncode == 0, res.stderr
-    assert '"nccl" is already registered with the legacy creator' in res.stdout
+    assert '"nccl" is already registered to the legacy ProcessGroupNCCL in this process' in res.stdout
     assert "TORCH_DIST_USE_NCCL2='0' was read when the first process group" in res.stdout
     assert "call ncclx_migrate.backend.use_nccl2() before the first process group" in res.stdout
 
@@ -157,7 +158,7 @@ def test_torch_without_nccl2_falls_back_to_legacy_with_a_warning(user_script) ->
 
     res = script.run({"NCCLX_REQUIRE_NCCL2": "1"})
     assert res.returncode == 1
-    assert "BackendSelectionError: torch 2.13 has no nccl2 and NCCLX_REQUIRE_NCCL2=1 requires it" in res.stderr
+    assert f"BackendSelectionError: torch {MINOR} has no nccl2 and NCCLX_REQUIRE_NCCL2=1 requires it" in res.stderr
 
 
 GPU = """

@@ -99,15 +99,6 @@ def set_timeout(timeout: timedelta, group: Any = None) -> None:
     c10d()._set_pg_timeout(timeout, group)
 
 
-def _nccl_version_from_class(method: str) -> tuple[int, int, int] | None:
-    cls = getattr(dist(), "ProcessGroupNCCL", None)
-    fn = getattr(cls, method, None)
-    if fn is None:
-        return None
-    major, minor, patch = tuple(fn())[:3]
-    return int(major), int(minor), int(patch)
-
-
 def _no_nccl() -> RuntimeError:
     major, minor = torch_version()
     return RuntimeError(
@@ -116,33 +107,33 @@ def _no_nccl() -> RuntimeError:
     )
 
 
+def _triple(version: tuple[int, ...] | None) -> tuple[int, int, int]:
+    if version is None or len(version) < 3:
+        raise _no_nccl()
+    return version[0], version[1], version[2]
+
+
 def runtime_nccl_version() -> tuple[int, int, int]:
     """The NCCL library actually loaded (``ncclGetVersion``), as (major, minor, patch).
 
     Replaces ``backend.get_runtime_nccl_version()`` on an instance, which nccl2 lacks
     (NCX111).  Works without a GPU.
     """
-    version = _nccl_version_from_class("get_runtime_nccl_version")
-    if version is None:
-        raise _no_nccl()
-    return version
+    dist()
+    from .._torchinfo import runtime_nccl_version as runtime
+
+    return _triple(runtime())
 
 
 def build_nccl_version() -> tuple[int, int, int]:
     """The NCCL version torch was compiled against, as (major, minor, patch).
 
-    This is what ``torch.cuda.nccl.version()`` reports; it is not the loaded library.
+    What ``torch.cuda.nccl.version()`` reports; not necessarily the loaded library.
     """
-    version = _nccl_version_from_class("get_build_nccl_version")
-    if version is not None:
-        return version
-    import torch
+    dist()
+    from .._torchinfo import build_nccl_version as build
 
-    try:
-        raw = torch.cuda.nccl.version()
-    except (AttributeError, RuntimeError) as exc:
-        raise _no_nccl() from exc
-    return int(raw[0]), int(raw[1]), int(raw[2])
+    return _triple(build())
 
 
 @contextlib.contextmanager

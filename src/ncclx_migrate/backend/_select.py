@@ -21,6 +21,7 @@ __all__ = ["BackendSelectionError", "nccl_creator", "use_nccl2"]
 
 _TOGGLE = "TORCH_DIST_USE_NCCL2"
 _REQUIRE = "NCCLX_REQUIRE_NCCL2"
+_LABELS = {"nccl-legacy": "the legacy ProcessGroupNCCL", "nccl-lazy": "ProcessGroupNCCLLazy"}
 
 
 class BackendSelectionError(RuntimeError):
@@ -28,18 +29,11 @@ class BackendSelectionError(RuntimeError):
 
 
 def nccl_creator() -> str | None:
-    """Which torch creator "nccl" is registered with now: "nccl2", "legacy", another
-    function's name, or None when "nccl" is not registered (yet, or built in: 2.13)."""
-    mod = c10d()
-    plugin = mod.Backend._plugins.get("NCCL")
-    if plugin is None:
-        return None
-    fn = plugin.creator_fn
-    if fn is getattr(mod, "_create_nccl2_process_group", None):
-        return "nccl2"
-    if fn is getattr(mod, "_create_nccl_process_group", None):
-        return "legacy"
-    return str(getattr(fn, "__qualname__", fn))
+    """What "nccl" is registered to now: "nccl2", "nccl-legacy", another creator's name, or
+    None when "nccl" is not registered yet (or built in: torch 2.13)."""
+    from .._torchinfo import registered_implementation
+
+    return registered_implementation("nccl")
 
 
 def _register_nccl_as_nccl2(mod: object) -> None:
@@ -104,7 +98,7 @@ def use_nccl2() -> str:
         return "nccl2"
     if current is not None:
         raise BackendSelectionError(
-            f'"nccl" is already registered with the {current} creator in this process '
+            f'"nccl" is already registered to {_LABELS.get(current, current)} in this process '
             f"({_TOGGLE}={os.environ.get(_TOGGLE)!r} was read when the first process group "
             'or new_group naming "nccl" registered it): call '
             "ncclx_migrate.backend.use_nccl2() before the first process group"
