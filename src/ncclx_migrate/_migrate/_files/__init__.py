@@ -46,8 +46,11 @@ def _may_match(text: str) -> bool:
     return "NCCL" in text or "nccl-legacy" in text
 
 
-def scan(path: str, text: str, options: Options) -> FileResult | None:
-    """Findings (and fixes, per ``options``) for one non-Python file, or None if not ours."""
+def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> FileResult | None:
+    """Findings (and fixes, per ``options``) for one non-Python file, or None if not ours.
+
+    ``precheck=False`` parses even files that cannot match (benchmarks/bench_files.py
+    checks that it changes no finding)."""
     kind = file_kind(path, text)
     if kind is None:
         return None
@@ -56,7 +59,7 @@ def scan(path: str, text: str, options: Options) -> FileResult | None:
 
         return scan_notebook(path, text, options)
     sink = Collector(path, text, options)
-    if not _may_match(text):
+    if precheck and not _may_match(text):
         return sink.result()
     if kind == "shell":
         from ._shell import scan_shell
