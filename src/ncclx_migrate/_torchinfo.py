@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import glob
 import os
+import re
 import select
 import signal
 import threading
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from ._envvars import TOGGLE_VAR
@@ -51,11 +53,13 @@ __all__ = [
     "format_version",
     "loaded_libraries",
     "nccl_choice",
+    "nccl_origin",
     "query_library_version",
     "registered_implementation",
     "registry_phase",
     "resolve_backend",
     "runtime_nccl_version",
+    "static_torch_build",
     "torch_build",
 ]
 
@@ -108,6 +112,26 @@ def build_flavor_from_version(version: str | None) -> str | None:
     return None
 
 
+def static_torch_build() -> dict[str, str | None] | None:
+    """``__version__``, ``cuda`` and ``hip`` read from torch/version.py as text (no import).
+
+    Package metadata says "2.15.0" for PyPI wheels; version.py keeps "+cu132" and the CUDA
+    or HIP version, which is what tells a CUDA, ROCm and CPU build apart.
+    """
+    try:
+        dist = metadata.distribution("torch")
+        text = Path(str(dist.locate_file(os.path.join("torch", "version.py")))).read_text(
+            encoding="utf-8"
+        )
+    except (metadata.PackageNotFoundError, OSError):
+        return None
+    out: dict[str, str | None] = {}
+    for key in ("__version__", "cuda", "hip"):
+        m = re.search(rf"^{key}\b[^=]*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
+        out[key] = (m.group(1) or m.group(2)) if m and (m.group(1) or m.group(2)) else None
+    return out
+
+
 @dataclass(frozen=True)
 class LibraryCandidate:
     """A ``libnccl``/``librccl`` file found without importing torch."""
@@ -131,9 +155,11 @@ _SYSTEM_DIRS = (
 
 def _kind_of(path: str) -> str | None:
     base = os.path.basename(path)
-    if base.startswith("libnccl.so"):
+    if ".so" not in base:
+        return None
+    if base.startswith("libnccl"):
         return "nccl"
-    if base.startswith("librccl.so"):
+    if base.startswith("librccl"):
         return "rccl"
     return None
 
@@ -541,6 +567,43 @@ def runtime_nccl_version() -> tuple[int, ...] | None:
     except Exception:
         return None
     return tuple(int(p) for p in v[:3]) if isinstance(v, tuple) else None
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def nccl_origin(sonames: tuple[str, ...] = ("libnccl.so.2", "librccl.so.1")) -> str | None:
+    """The file whose ``ncclGetVersion`` this process calls (Linux), or None.
+
+    Looks the symbol up the way the dynamic linker resolves torch's call: the global scope
+    first (``LD_PRELOAD`` interposers live there), then the already-loaded library by soname
+    (``RTLD_NOLOAD``: never loads anything new).  ``dladdr`` names the file.
+    """
+    fn: Any = None
+    with contextlib.suppress(OSError, AttributeError):
+        fn = ctypes.CDLL(None).ncclGetVersion
+    if fn is None:
+        for soname in sonames:
+            with contextlib.suppress(OSError, AttributeError):
+                fn = ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).ncclGetVersion
+                break
+    if fn is None:
+        return None
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        if dladdr(ctypes.cast(fn, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(bytes(info.dli_fname).decode(errors="replace"))
+    except (OSError, AttributeError):
+        pass
+    return None
 
 
 def loaded_libraries(prefixes: tuple[str, ...] = ("libnccl", "librccl")) -> list[str]:

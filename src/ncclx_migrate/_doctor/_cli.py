@@ -1,8 +1,152 @@
+"""``ncclx doctor [opts]`` and ``ncclx doctor merge REPORT.json ...``.
+
+Exit status: 0 no check failed (warnings allowed), 1 a check failed or errored (with
+``--strict`` also on warnings), 2 usage error.  With ``--json`` stdout carries exactly one
+``ncclx.doctor/1`` document; anything torch or a library prints goes to stderr.
+"""
+
 from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
 
 import click
 
+from ._model import LEVELS, Report
+from .checks import CHECKS
 
-@click.command()
-def doctor() -> None:
-    """Preflight check of torch/NCCL and the environment (not built yet)."""
+__all__ = ["doctor"]
+
+_IDS = [c.id for c in CHECKS]
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", value)
+    if not m:
+        raise click.BadParameter(f"{value!r} is not a torch release like 2.16")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not value > 0:
+        raise click.BadParameter("must be a positive number of seconds")
+    return value
+
+
+def emit(report: Report, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=False))
+    else:
+        from ._render import render, use_color
+
+        click.echo(render(report, color=use_color()))
+
+
+@click.group(invoke_without_command=True)
+@click.option("--level", type=click.Choice(LEVELS), default="local", show_default=True,
+              help="static: no torch import; local: import torch; probe: also build a real process "
+                   "group here; cluster: every rank under torchrun/srun, gathered on rank 0.")
+@click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
+@click.option("--strict", is_flag=True, help="Warnings fail too (Slurm prologs, CI).")
+@click.option("--target-torch", callback=_target, metavar="X.Y",
+              help="Judge readiness for this torch release (2.16: a legacy toggle fails).")
+@click.option("--check", "selected", multiple=True, type=click.Choice(_IDS), metavar="ID",
+              help="Run only this check (repeatable); see --list-checks.")
+@click.option("--list-checks", is_flag=True, help="List the check ids and exit.")
+@click.option("--backend", metavar="NAME",
+              help='The backend the job passes to init_process_group ("nccl", "gloo", "nccl-lazy", '
+                   '...). Default: "nccl" where a GPU is visible, else gloo.')
+@click.option("--require-gpu", is_flag=True, help="No visible GPU is a failure, not a warning.")
+@click.option("--timeout", type=float, default=30.0, show_default=True, callback=_timeout,
+              metavar="SECONDS", help="Bound on the probe and on the cluster gather.")
+@click.pass_context
+def doctor(
+    ctx: click.Context,
+    level: str,
+    as_json: bool,
+    strict: bool,
+    target_torch: tuple[int, int] | None,
+    selected: tuple[str, ...],
+    list_checks: bool,
+    backend: str | None,
+    require_gpu: bool,
+    timeout: float,
+) -> None:
+    """Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.
+
+    \b
+    ncclx doctor                      local checks of this process
+    ncclx doctor --level static       no torch import (< 0.5 s)
+    torchrun ... -m ncclx_migrate doctor --level cluster   every rank, reported on rank 0
+    ncclx doctor merge a.json b.json  compare reports saved on several nodes
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if list_checks:
+        if as_json:
+            click.echo(json.dumps([{"id": c.id, "level": c.min_level, "title": c.title} for c in CHECKS],
+                                  indent=2))
+        else:
+            for c in CHECKS:
+                click.echo(f"{c.id:<20} {c.min_level:<8} {c.title}")
+        return
+    from ._facts import Options
+
+    options = Options(level=level, strict=strict, target_torch=target_torch, require_gpu=require_gpu,
+                      timeout=timeout, selected=selected, backend=backend)
+    if level == "cluster":
+        from ._cluster import run_cluster
+
+        with stdout_to_stderr():
+            report, code = run_cluster(options)
+        if report is not None:
+            emit(report, as_json)
+        ctx.exit(code)
+    from ._runner import run_checks
+
+    with stdout_to_stderr():
+        report, _ = run_checks(options)
+    emit(report, as_json)
+    ctx.exit(report.exit_code(strict))
+
+
+@doctor.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.pass_context
+def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool) -> None:
+    """Compare doctor reports saved on several nodes (ncclx doctor --json > NODE.json), offline."""
+    from ._merge import load_reports, merge_reports
+
+    try:
+        loaded = load_reports(reports)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    merged = merge_reports(loaded)
+    emit(merged, as_json)
+    ctx.exit(merged.exit_code(strict))

@@ -1,0 +1,274 @@
+"""Facts about this process that several checks read, computed once and only when asked.
+
+Below ``local`` nothing here imports torch: versions come from package metadata, the
+phase from the version number, the GPU count from the driver's /proc and /sys entries,
+and the NCCL version from the library itself (``_torchinfo.query_library_version``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from .. import _torchinfo as ti
+from .._envvars import TOGGLE_VAR, toggle_meaning
+from .._torchfacts import Phase, backend_entry_points, installed_torch_version, phase_for_version
+from ._model import level_index
+
+__all__ = ["Facts", "Options"]
+
+
+@dataclass(frozen=True)
+class Options:
+    level: str = "local"
+    strict: bool = False
+    target_torch: tuple[int, int] | None = None
+    require_gpu: bool = False
+    timeout: float = 30.0
+    selected: tuple[str, ...] = ()
+    backend: str | None = None  # what the job passes to init_process_group; None: guess
+
+
+@dataclass(frozen=True)
+class LibraryFact:
+    candidate: ti.LibraryCandidate
+    version: tuple[int, int, int] | None
+    error: str | None
+
+
+def _parse_visible(value: str) -> int | None:
+    """How many devices a *_VISIBLE_DEVICES value leaves (None: no limit can be derived).
+
+    The CUDA runtime stops at the first entry it cannot parse; "" and "-1" hide everything.
+    """
+    count = 0
+    for item in value.split(","):
+        item = item.strip()
+        if re.fullmatch(r"\d+", item) or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z-]+", item):
+            count += 1
+        else:
+            break
+    return count
+
+
+class Facts:
+    def __init__(self, options: Options, environ: Mapping[str, str] | None = None) -> None:
+        self.options = options
+        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+
+    # -- where and what -----------------------------------------------------------------
+    @property
+    def level(self) -> str:
+        return self.options.level
+
+    @property
+    def imports_torch(self) -> bool:
+        return level_index(self.level) >= level_index("local")
+
+    @cached_property
+    def host(self) -> str:
+        return socket.gethostname()
+
+    @cached_property
+    def rank(self) -> int | None:
+        raw = self.environ.get("RANK") or self.environ.get("SLURM_PROCID")
+        try:
+            return int(raw) if raw is not None else None
+        except ValueError:
+            return None
+
+    @cached_property
+    def static_build(self) -> dict[str, str | None] | None:
+        return ti.static_torch_build()
+
+    @cached_property
+    def static_torch_version(self) -> str | None:
+        info = self.static_build
+        return (info or {}).get("__version__") or installed_torch_version()
+
+    @cached_property
+    def build(self) -> ti.TorchBuild | None:
+        return ti.torch_build() if self.imports_torch else None
+
+    @property
+    def torch_version(self) -> str | None:
+        return self.build.version if self.build else self.static_torch_version
+
+    @cached_property
+    def flavor(self) -> str | None:
+        """"cuda", "rocm", "cpu", or None when unknown (no torch, or a version with no label)."""
+        if self.build is not None:
+            return self.build.flavor
+        info = self.static_build
+        if info is not None and info.get("__version__"):
+            return "rocm" if info.get("hip") else "cuda" if info.get("cuda") else "cpu"
+        return ti.build_flavor_from_version(self.static_torch_version)
+
+    @cached_property
+    def torch_minor(self) -> tuple[int, int] | None:
+        v = self.torch_version
+        if not v:
+            return None
+        m = re.match(r"(\d+)\.(\d+)", v)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    @cached_property
+    def entry_points(self) -> dict[str, str]:
+        return backend_entry_points()
+
+    @cached_property
+    def phase(self) -> tuple[Phase | None, str]:
+        """(phase, how it was found)."""
+        if self.build is not None:
+            return ti.registry_phase(), "backend registry"
+        if self.torch_minor is not None:
+            return phase_for_version(self.torch_minor), "version number"
+        return None, "no torch"
+
+    @property
+    def toggle(self) -> str | None:
+        return self.environ.get(TOGGLE_VAR)
+
+    @property
+    def toggle_meaning(self) -> str:
+        return toggle_meaning(self.toggle)
+
+    # -- what the job gets --------------------------------------------------------------
+    @cached_property
+    def nccl_resolution(self) -> ti.Resolution | None:
+        """What "nccl" builds for CUDA under this environment (None: cannot tell)."""
+        if self.build is not None:
+            return ti.resolve_backend("nccl", self.environ)[0]
+        phase, _ = self.phase
+        if phase is None:
+            return None
+        if self.flavor == "cpu":
+            return ti.Resolution("cuda", "nccl", None, "this torch is a CPU build (no NCCL)")
+        shown = "unset" if self.toggle is None else repr(self.toggle)
+        why = f"{TOGGLE_VAR} is {shown} (predicted from the torch version)"
+        if phase is Phase.NO_NCCL2:
+            return ti.Resolution("cuda", "nccl", ti.IMPL_LEGACY, "torch before 2.14 has no nccl2")
+        if phase is Phase.OPT_IN:
+            impl = ti.IMPL_NCCL2 if self.toggle == "1" else ti.IMPL_LEGACY
+        elif phase is Phase.DEFAULT:
+            impl = ti.IMPL_LEGACY if self.toggle == "0" else ti.IMPL_NCCL2
+        else:
+            impl = ti.IMPL_NCCL2
+        return ti.Resolution("cuda", "nccl", impl, why)
+
+    @cached_property
+    def gpu_count(self) -> int | None:
+        """Visible GPUs (None: cannot tell at this level)."""
+        if self.build is not None:
+            return ti.cuda_device_count()
+        nvidia = glob.glob("/proc/driver/nvidia/gpus/*")
+        amd = [
+            p for p in glob.glob("/sys/class/kfd/kfd/topology/nodes/*/properties")
+            if _amd_gpu_node(p)
+        ]
+        physical = len(nvidia) or len(amd)
+        var = "CUDA_VISIBLE_DEVICES" if nvidia or not amd else "HIP_VISIBLE_DEVICES"
+        visible = self.environ.get(var)
+        if visible is not None:
+            limit = _parse_visible(visible)
+            if limit is not None:
+                return min(physical, limit)
+        return physical
+
+    @cached_property
+    def job_backend(self) -> tuple[str | None, str]:
+        """(implementation the job's GPU collectives get, why): gloo without a GPU.
+
+        ``--backend`` names the job's backend; without it: "nccl" where a GPU is visible.
+        """
+        named = (self.options.backend or "").lower()
+        if named == "nccl":
+            res = self.nccl_resolution
+            if res is None:
+                return None, "torch is not installed"
+            return res.implementation, f"--backend nccl: {res.reason}"
+        if named:
+            impl = named.rsplit(":", 1)[-1] if ":" in named else named
+            return impl, f"--backend {self.options.backend}"
+        gpus = self.gpu_count
+        res = self.nccl_resolution
+        if gpus == 0 or (res is not None and res.implementation is None):
+            why = "no GPU is visible" if gpus == 0 else res.reason if res else ""
+            return ti.IMPL_GLOO, why
+        if res is None:
+            return None, "torch is not installed"
+        return res.implementation, res.reason
+
+    # -- libraries ----------------------------------------------------------------------
+    @cached_property
+    def libraries(self) -> list[ti.LibraryCandidate]:
+        return ti.find_libraries(self.environ)
+
+    def library_fact(self, kind: str) -> LibraryFact | None:
+        """The first candidate of ``kind`` ("nccl"/"rccl"), asked for its version."""
+        return self._library_facts.get(kind)
+
+    @cached_property
+    def _library_facts(self) -> dict[str, LibraryFact]:
+        out: dict[str, LibraryFact] = {}
+        for cand in self.libraries:
+            if cand.kind in out:
+                continue
+            try:
+                version: tuple[int, int, int] | None = ti.query_library_version(
+                    cand.path, timeout=min(self.options.timeout, 10.0)
+                )
+                error = None
+            except ti.LibraryQueryError as exc:
+                version, error = None, str(exc)
+            out[cand.kind] = LibraryFact(cand, version, error)
+        return out
+
+    @cached_property
+    def build_nccl(self) -> tuple[int, ...] | None:
+        return ti.build_nccl_version() if self.build is not None else None
+
+    @cached_property
+    def runtime_nccl(self) -> tuple[int, ...] | None:
+        return ti.runtime_nccl_version() if self.build is not None else None
+
+    @cached_property
+    def loaded_nccl(self) -> list[str]:
+        return ti.loaded_libraries() if self.build is not None else []
+
+    @cached_property
+    def nccl_origin(self) -> str | None:
+        """The file whose ncclGetVersion torch calls (an LD_PRELOAD interposer wins)."""
+        return ti.nccl_origin() if self.build is not None and self.runtime_nccl else None
+
+    def nccl_version(self) -> tuple[tuple[int, ...] | None, str]:
+        """(the NCCL/RCCL version the job will load, where that figure comes from)."""
+        if self.runtime_nccl is not None:
+            return self.runtime_nccl, "runtime (ncclGetVersion of the loaded library)"
+        kind = "rccl" if self.flavor == "rocm" else "nccl"
+        fact = self.library_fact(kind) or self.library_fact("rccl" if kind == "nccl" else "nccl")
+        if fact is not None and fact.version is not None:
+            return fact.version, f"{fact.candidate.path} ({fact.candidate.source})"
+        if self.build_nccl is not None:
+            return self.build_nccl, "build-time (torch.cuda.nccl.version())"
+        return None, "no NCCL library found"
+
+    def as_details(self) -> dict[str, Any]:
+        return {"torch": self.torch_version, "flavor": self.flavor}
+
+
+def _amd_gpu_node(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("simd_count"):
+                    return int(line.split()[1]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
+    return False

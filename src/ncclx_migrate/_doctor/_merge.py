@@ -1,0 +1,211 @@
+"""Compare reports from many ranks or nodes: the cluster gather and ``ncclx doctor merge``.
+
+The merged report has the same check ids: each check's status is the worst across the
+inputs and its message names who is in which state, plus one ``cluster-consistency``
+check that names the minority ranks/hosts for every fact that differs ("ranks 4-7 on
+node-b run NCCL 2.28.3; the others 2.30.7") and the ranks that never reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._model import CheckResult, Report, ReportError, Status
+
+__all__ = ["FINGERPRINT", "Source", "compare", "load_reports", "merge_reports", "ranges", "who"]
+
+# (label, check id, details key, status when ranks disagree)
+FINGERPRINT: tuple[tuple[str, str, str, Status], ...] = (
+    ("run torch", "torch-version", "version", Status.FAIL),
+    ("run NCCL", "nccl-version", "runtime", Status.FAIL),
+    ("run RCCL", "rccl-version", "runtime", Status.FAIL),
+    ('build "nccl" as', "nccl-resolution", "implementation", Status.FAIL),
+    ("have TORCH_DIST_USE_NCCL2 =", "legacy-toggle", "value", Status.FAIL),
+    ("have TORCH_NCCL2_RECONFIGURE_SHRINK_GROW =", "fast-reconfigure", "shrink_grow", Status.FAIL),
+    ("have a flight-recorder buffer of", "flight-recorder", "buffer_size", Status.WARN),
+    ("have dump-on-timeout", "flight-recorder", "dump_on_timeout", Status.WARN),
+    ("dump the flight recorder to", "flight-recorder", "dump_prefix", Status.WARN),
+    ("have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
+    ("see GPUs:", "gpu-binding", "device_count", Status.WARN),
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input report and how to name it."""
+
+    report: Report
+    label: str  # file name for merge, "" for the cluster gather
+
+
+def ranges(numbers: Iterable[int]) -> str:
+    """[0,1,2,3,5] -> "0-3,5"."""
+    nums = sorted(set(numbers))
+    out: list[str] = []
+    start = prev = None
+    for n in nums:
+        if start is None:
+            start = prev = n
+        elif prev is not None and n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}-{prev}" if start != prev else str(start))
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}-{prev}" if start != prev else str(start))
+    return ",".join(out)
+
+
+def who(sources: Sequence[Source]) -> str:
+    """"ranks 4-7 on node-b", "rank 3 on node-a, rank 9 on node-c", or hosts/files."""
+    by_host: dict[str, list[int]] = defaultdict(list)
+    unranked: list[str] = []
+    for s in sources:
+        if s.report.rank is not None:
+            by_host[s.report.host].append(s.report.rank)
+        else:
+            unranked.append(f"{s.report.host} ({s.label})" if s.label else s.report.host)
+    parts = [
+        f"{'ranks' if len(r) > 1 else 'rank'} {ranges(r)} on {host}"
+        for host, r in sorted(by_host.items(), key=lambda kv: min(kv[1]))
+    ]
+    return ", ".join(parts + unranked)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "unset/unknown"
+    return str(value)
+
+
+_ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.OK, Status.SKIP]
+
+
+def _worst(statuses: Iterable[Status]) -> Status:
+    found = set(statuses)
+    return next((s for s in _ORDER if s in found), Status.SKIP)
+
+
+def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeout: float | None = None,
+            ) -> CheckResult:
+    """The cluster-consistency check over ``sources``."""
+    findings: list[tuple[Status, str]] = []
+    divergent: list[dict[str, Any]] = []
+    for label, cid, key, severity in FINGERPRINT:
+        values: dict[str, list[Source]] = defaultdict(list)
+        for s in sources:
+            check = s.report.get(cid)
+            if check is None or key not in check.details:
+                continue
+            values[json.dumps(check.details[key], sort_keys=True)].append(s)
+        if len(values) < 2:
+            continue
+        # Majority first; ties go to the value the lowest rank (or first input) holds.
+        order = sorted(values.items(), key=lambda kv: (-len(kv[1]), sources.index(kv[1][0])))
+        majority_key, majority = order[0]
+        majority_value = json.loads(majority_key)
+        minority = []
+        for value_key, group in order[1:]:
+            value = json.loads(value_key)
+            findings.append((severity, f"{who(group)} {label} {_fmt(value)} (the others {_fmt(majority_value)})"))
+            minority.append({"value": value, "who": who(group),
+                             "ranks": [s.report.rank for s in group], "hosts": sorted({s.report.host for s in group})})
+        divergent.append({"fact": f"{cid}.{key}", "majority": majority_value, "majority_count": len(majority),
+                          "minority": minority})
+    reported = sorted(s.report.rank for s in sources if s.report.rank is not None)
+    missing = sorted(set(expected_ranks) - set(reported))
+    if missing:
+        within = f" within {timeout:g}s" if timeout else ""
+        findings.insert(0, (Status.FAIL, f"{'ranks' if len(missing) > 1 else 'rank'} {ranges(missing)} did not "
+                            f"report{within}"))
+    failing = [
+        {"who": who([s]), "check": c.id, "status": c.status.value, "message": c.message}
+        for s in sources for c in s.report.checks if c.status in (Status.FAIL, Status.ERROR)
+    ]
+    details: dict[str, Any] = {
+        "reports": len(sources),
+        "expected": len(expected_ranks) or len(sources),
+        "reported_ranks": reported,
+        "missing_ranks": missing,
+        "hosts": sorted({s.report.host for s in sources}),
+        "divergent": divergent,
+        "failing": failing,
+    }
+    n = len(sources)
+    if not findings:
+        what = f"{n} rank(s)" if reported else f"{n} report(s)"
+        return CheckResult("cluster-consistency", Status.OK,
+                           f"{what} on {len(details['hosts'])} host(s) agree on torch, NCCL, backend, toggles "
+                           "and flight-recorder settings", "", details)
+    status = _worst(s for s, _ in findings)
+    findings.sort(key=lambda t: _ORDER.index(t[0]))
+    remedy = []
+    if missing:
+        remedy.append("check the missing ranks' nodes (did the process start? is MASTER_ADDR reachable?)")
+    if divergent:
+        remedy.append("make every node run the same image and environment (same torch/NCCL wheels, same "
+                      "TORCH_*/NCCL* variables in the launcher)")
+    return CheckResult("cluster-consistency", status, "; ".join(m for _, m in findings), "; ".join(remedy),
+                       details)
+
+
+def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
+    groups: dict[tuple[Status, str], list[Source]] = defaultdict(list)
+    remedies: dict[tuple[Status, str], str] = {}
+    for s in sources:
+        c = s.report.get(cid)
+        if c is None:
+            continue
+        groups[(c.status, c.message)].append(s)
+        remedies.setdefault((c.status, c.message), c.remedy)
+    status = _worst(k[0] for k in groups)
+    if len(groups) == 1:
+        (st, msg), members = next(iter(groups.items()))
+        return CheckResult(cid, st, f"{msg} (all {len(members)})", remedies[(st, msg)],
+                           {"groups": [{"status": st.value, "who": who(members), "message": msg}]})
+    ordered = sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0][0]), -len(kv[1])))
+    parts = [f"{st.value} on {who(members)}: {msg}" for (st, msg), members in ordered]
+    remedy = "; ".join(dict.fromkeys(remedies[k] for k, _ in ordered if remedies[k] and k[0] is not Status.OK))
+    return CheckResult(cid, status, " | ".join(parts), remedy,
+                       {"groups": [{"status": st.value, "who": who(m), "message": msg} for (st, msg), m in ordered]})
+
+
+def merge_reports(sources: Sequence[Source], level: str = "merge", expected_ranks: Sequence[int] = (),
+                  timeout: float | None = None, host: str | None = None, rank: int | None = None) -> Report:
+    ids: list[str] = []
+    for s in sources:
+        for c in s.report.checks:
+            if c.id not in ids and c.id != "cluster-consistency":
+                ids.append(c.id)
+    checks = [_merge_check(cid, sources) for cid in ids]
+    checks.append(compare(sources, expected_ranks, timeout))
+    torches = Counter(s.report.torch for s in sources)
+    torch = torches.most_common(1)[0][0] if torches else None
+    import socket
+
+    return Report(level=level, host=host or socket.gethostname(), rank=rank, torch=torch, checks=checks)
+
+
+def load_reports(paths: Sequence[str]) -> list[Source]:
+    """Read ``ncclx doctor --json`` files; raise ValueError naming the bad file."""
+    out = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); "
+                             "save reports with ncclx doctor --json > FILE") from None
+        try:
+            report = Report.from_json(data)
+        except ReportError as exc:
+            raise ValueError(f"{path}: not an ncclx doctor report: {exc}") from None
+        out.append(Source(report, os.path.basename(path)))
+    return out

@@ -1,0 +1,185 @@
+"""flight-recorder: will a hang leave a usable trace, and where?
+
+Facts (flight-recorder-and-reconfigure.md §1.2-1.3, nccl2-compat.md §3-4, and measured here
+on 2.13.0/2.15.0 with a 1-rank gloo group):
+* buffer size: first of TORCH_FR_BUFFER_SIZE, TORCH_NCCL_TRACE_BUFFER_SIZE that is set; 0 or
+  less records nothing.  A non-integer ("abc", or an empty value) makes init_process_group
+  abort the process (SIGABRT, "terminate called without an active exception"); "1e3" or
+  "100abc" raise ValueError in 2.15's Python; 99999999999999 hung init.
+* dumps on a hang: gloo never (no watchdog, no abort hook); nccl-lazy has no abort hook;
+  nccl2 through the FR hook's abort hook (TORCH_FR_DUMP_ON_TIMEOUT, then the old name);
+  legacy through its heartbeat monitor, which reads only TORCH_NCCL_DUMP_ON_TIMEOUT.
+* the dump path is ``<prefix><rank>``; TORCH_FR_DUMP_DYNAMIC_FILE_NAME=1 drops the rank.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+
+from ... import _torchinfo as ti
+from ..._envvars import FR_BUFFER_NAMES, FR_DUMP_FILE_NAMES, FR_DUMP_ON_TIMEOUT_NAMES
+from .._facts import Facts
+from .._model import CheckResult, Status
+
+HANG_DUMP_VAR = "NCCLX_HANG_DUMP"  # ncclx's own hang watchdog (ncclx_migrate._fr)
+DYNAMIC_VAR = "TORCH_FR_DUMP_DYNAMIC_FILE_NAME"
+MIN_FREE_BYTES = 64 << 20
+MAX_SANE_BUFFER = 1_000_000
+INT32_MAX = 2**31 - 1
+
+_TRUE = {"1", "true", "yes", "y", "on"}
+_FALSE = {"0", "false", "no", "n", "off"}
+
+
+def parse_bool(value: str) -> bool | None:
+    v = value.strip().lower()
+    return True if v in _TRUE else False if v in _FALSE else None
+
+
+def first_set(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first of ``names`` present in ``env`` (c10d's getCvar precedence; empty counts)."""
+    for name in names:
+        if name in env:
+            return name, env[name]
+    return None
+
+
+def _hang_dump(env: Mapping[str, str]) -> float | None:
+    raw = env.get(HANG_DUMP_VAR)
+    try:
+        seconds = float(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds and seconds > 0 else None
+
+
+def default_prefix(env: Mapping[str, str]) -> str:
+    cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "torch", "comm_lib_trace_rank_")
+
+
+def flight_recorder(f: Facts) -> CheckResult:
+    cid = "flight-recorder"
+    env = dict(f.environ)
+    found: list[tuple[Status, str, str]] = []  # (status, finding, remedy)
+    details: dict[str, object] = {}
+
+    # -- buffer -------------------------------------------------------------------------
+    size = 2000
+    buf = first_set(env, FR_BUFFER_NAMES)
+    if buf is not None:
+        name, raw = buf
+        details["buffer_var"] = name
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", raw):
+            found.append((
+                Status.FAIL,
+                f"{name}={raw!r} is not an integer: init_process_group aborts the process "
+                "(SIGABRT, measured on 2.13 and 2.15) or raises ValueError",
+                f"set {name} to a whole number of entries (default 2000) or unset it",
+            ))
+            size = -1
+        else:
+            size = int(raw)
+            if size > INT32_MAX:
+                found.append((Status.FAIL, f"{name}={size} is out of range (init hangs or aborts)",
+                              f"set {name}=2000"))
+            elif size > MAX_SANE_BUFFER:
+                found.append((Status.WARN, f"{name}={size} entries costs host memory on every rank",
+                              f"{name}=2000 (the default) is enough for hang analysis"))
+            elif size <= 0:
+                found.append((Status.WARN, f"{name}={raw.strip()} disables the flight recorder: a hang leaves "
+                              "no trace", f"unset {name} (default 2000)"))
+        other = [n for n in FR_BUFFER_NAMES if n in env and n != name]
+        if other and env[other[0]].strip() != raw.strip():
+            details["buffer_ignored"] = {other[0]: env[other[0]]}
+    details["buffer_size"] = size
+
+    # -- does this backend dump on a hang -----------------------------------------------
+    impl, why = f.job_backend
+    details["backend"] = impl
+    dot = first_set(env, FR_DUMP_ON_TIMEOUT_NAMES)
+    legacy_dot = env.get("TORCH_NCCL_DUMP_ON_TIMEOUT")
+    if dot is not None and parse_bool(dot[1]) is None:
+        found.append((Status.WARN, f"{dot[0]}={dot[1]!r} is not a boolean", f"set {dot[0]}=1 or 0"))
+    if impl == ti.IMPL_LEGACY:
+        on = parse_bool(legacy_dot) if legacy_dot is not None else True
+        if legacy_dot is None and "TORCH_FR_DUMP_ON_TIMEOUT" in env:
+            found.append((Status.WARN, "TORCH_FR_DUMP_ON_TIMEOUT is set but the legacy ProcessGroupNCCL reads "
+                          "only TORCH_NCCL_DUMP_ON_TIMEOUT", "set both names to the same value"))
+    else:
+        on = parse_bool(dot[1]) if dot is not None else True
+    details["dump_on_timeout"] = on
+    hang = _hang_dump(env)
+    details["hang_dump"] = hang
+    how = {
+        ti.IMPL_NCCL2: "nccl2 dumps through the FR hook's abort hook on a watchdog timeout",
+        ti.IMPL_LEGACY: "legacy ProcessGroupNCCL dumps through its heartbeat monitor on a timeout",
+    }
+    never = {
+        ti.IMPL_GLOO: f"gloo ({why}) never dumps on a hang: no watchdog, no abort hook",
+        ti.IMPL_LAZY: "nccl-lazy has no abort hook: no automatic dump on a hang",
+    }
+    watchdog_fix = (f"export {HANG_DUMP_VAR}=SECONDS (ncclx's hang watchdog dumps the flight recorder "
+                    "of every rank when no collective completes for SECONDS)")
+    if size <= 0:
+        pass  # already reported: nothing would be dumped anyway
+    elif impl in never:
+        if hang:
+            details["dumps_on_hang"] = f"{HANG_DUMP_VAR}={hang:g}"
+        else:
+            found.append((Status.WARN, never[impl], watchdog_fix))
+            details["dumps_on_hang"] = False
+    elif impl in how:
+        if on is False:
+            found.append((Status.WARN, how[impl].replace(" dumps ", " would dump ") + ", but dump-on-timeout is off",
+                          "unset TORCH_FR_DUMP_ON_TIMEOUT and TORCH_NCCL_DUMP_ON_TIMEOUT (default on)"
+                          if impl == ti.IMPL_NCCL2 else "unset TORCH_NCCL_DUMP_ON_TIMEOUT (default on)"))
+            details["dumps_on_hang"] = False
+        else:
+            details["dumps_on_hang"] = True
+
+    # -- where the dump goes ------------------------------------------------------------
+    path = first_set(env, FR_DUMP_FILE_NAMES)
+    prefix = path[1] if path else default_prefix(env)
+    details["dump_prefix"] = prefix
+    directory = os.path.dirname(prefix) or "."
+    if path is not None and not os.path.isdir(directory):
+        found.append((Status.FAIL, f"dump directory {directory} ({path[0]}) does not exist: the dump is lost",
+                      f"mkdir -p {directory} on every node, or point {path[0]} at an existing directory"))
+    else:
+        probe = directory
+        while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+            probe = os.path.dirname(probe)  # the default cache dir is created on first dump
+        if not os.access(probe, os.W_OK | os.X_OK):
+            found.append((Status.FAIL, f"dump directory {probe} is not writable by this user",
+                          f"point {FR_DUMP_FILE_NAMES[0]} at a writable directory (shared storage is best)"))
+        else:
+            try:
+                free = shutil.disk_usage(probe).free
+                details["dump_free_bytes"] = free
+                if free < MIN_FREE_BYTES:
+                    found.append((Status.WARN, f"dump directory {probe} has only {free >> 20} MiB free",
+                                  f"point {FR_DUMP_FILE_NAMES[0]} at a filesystem with room"))
+            except OSError:
+                pass
+    dyn = env.get(DYNAMIC_VAR)
+    details["dynamic_file_name"] = dyn
+    if dyn is not None and parse_bool(dyn):
+        found.append((Status.WARN, f"{DYNAMIC_VAR}={dyn} drops the rank suffix: every rank writes the same file "
+                      f"{prefix} and they overwrite each other", f"unset {DYNAMIC_VAR}"))
+
+    order = [Status.FAIL, Status.WARN]
+    found.sort(key=lambda t: order.index(t[0]))
+    if not found:
+        msg = f"buffer {size} entries; " + (
+            how.get(impl or "", "")
+            or (f"{HANG_DUMP_VAR}={hang:g}s watchdog dumps on a hang" if hang else "backend unknown")
+        ) + f"; dumps go to {prefix}<rank>"
+        return CheckResult(cid, Status.OK, msg, "", details)
+    status = found[0][0]
+    message = "; ".join(m for _, m, _ in found)
+    remedy = "; ".join(dict.fromkeys(r for _, _, r in found if r))
+    return CheckResult(cid, status, message, remedy, details)

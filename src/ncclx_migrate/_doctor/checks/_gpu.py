@@ -1,0 +1,88 @@
+"""gpu-binding: the GPUs this rank sees and the one nccl2 will bind.
+
+nccl2 in 2.15 binds ``cuda:(LOCAL_RANK % device_count)`` (or ``RANK % count`` without
+LOCAL_RANK) at group creation and ignores ``torch.cuda.set_device`` (nccl2-compat.md §2.5,
+``distributed_c10d.py:820-849`` 2.15.0).  Two ranks on one GPU make NCCL fail with
+"Duplicate GPU detected" (torchrec PR #4666).
+"""
+
+from __future__ import annotations
+
+from ... import _torchinfo as ti
+from .._facts import Facts
+from .._model import CheckResult, Status
+
+
+def _int(env: dict[str, str], name: str) -> tuple[int | None, str | None]:
+    raw = env.get(name)
+    if raw is None:
+        return None, None
+    try:
+        return int(raw), None
+    except ValueError:
+        return None, f"{name}={raw!r} is not an integer"
+
+
+def gpu_binding(f: Facts) -> CheckResult:
+    cid = "gpu-binding"
+    env = dict(f.environ)
+    count = f.gpu_count
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    local_rank, bad_lr = _int(env, "LOCAL_RANK")
+    local_world, bad_lw = _int(env, "LOCAL_WORLD_SIZE")
+    rank, bad_r = _int(env, "RANK")
+    impl, _ = f.job_backend
+    details: dict[str, object] = {
+        "device_count": count, "CUDA_VISIBLE_DEVICES": visible, "LOCAL_RANK": env.get("LOCAL_RANK"),
+        "LOCAL_WORLD_SIZE": env.get("LOCAL_WORLD_SIZE"), "RANK": env.get("RANK"),
+    }
+    bad = [b for b in (bad_lr, bad_lw, bad_r) if b]
+    if bad:
+        return CheckResult(cid, Status.FAIL, "; ".join(bad) + ": init_process_group and the nccl2 device choice "
+                           "raise ValueError", "let the launcher (torchrun/srun) set these, or fix the script", details)
+    if count is None:
+        return CheckResult(cid, Status.SKIP, "cannot count GPUs at this level", "", details)
+    vis = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+    if count == 0:
+        status = Status.FAIL if f.options.require_gpu else Status.WARN
+        return CheckResult(cid, status, f"no GPU visible{vis}: NCCL backends cannot run here",
+                           "run on a GPU node (check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES)"
+                           if f.options.require_gpu or visible is not None else
+                           "expected on CPU-only machines; run the doctor on a GPU node before the job", details)
+    nccl_like = impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY, ti.IMPL_LEGACY)
+    msg = f"{count} GPU(s) visible{vis}"
+    if local_rank is not None:
+        device = local_rank % count
+        msg += f"; LOCAL_RANK={local_rank}"
+    elif rank is not None:
+        device = rank % count
+        msg += f"; LOCAL_RANK unset, RANK={rank}"
+    else:
+        device = None
+    if device is not None:
+        details["nccl2_device"] = f"cuda:{device}"
+        if impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY):
+            msg += f" -> nccl2 binds cuda:{device} (set_device is not consulted)"
+    if local_world is not None and local_world > count and nccl_like:
+        return CheckResult(
+            cid, Status.FAIL,
+            msg + f"; LOCAL_WORLD_SIZE={local_world} ranks share {count} GPU(s): NCCL fails with "
+            '"Duplicate GPU detected"',
+            f"start at most {count} ranks per node (torchrun --nproc-per-node {count}), or expose one "
+            "GPU per rank", details,
+        )
+    if local_rank is not None and local_rank >= count and nccl_like and local_world is None:
+        return CheckResult(
+            cid, Status.WARN, msg + f"; LOCAL_RANK {local_rank} >= {count} GPUs: ranks wrap onto shared GPUs",
+            "check the per-node rank count against the GPUs", details,
+        )
+    if local_rank is None and rank is not None and impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY):
+        return CheckResult(
+            cid, Status.WARN, msg + ": without LOCAL_RANK the device follows the GLOBAL rank, which is "
+            "wrong unless ranks are packed node by node",
+            "launch with torchrun/srun so LOCAL_RANK is set, or pass device_id= to init_process_group",
+            details,
+        )
+    if local_world is not None and local_world < count:
+        msg += f"; {count - local_world} GPU(s) left idle by LOCAL_WORLD_SIZE={local_world}"
+    return CheckResult(cid, Status.OK, msg, "", details)

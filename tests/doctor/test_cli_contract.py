@@ -1,0 +1,161 @@
+"""The CLI contract: JSON schema, exit codes, usage errors, --list-checks, colour."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ncclx_exe
+
+from .conftest import check, doctor, doctor_json
+
+IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "nccl-version", "rccl-version",
+       "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe", "cluster-consistency"]
+STATIC_IDS = IDS[:9]
+
+
+def test_json_is_exactly_the_schema() -> None:
+    report = doctor_json("--level", "static")
+    rc = report.pop("_rc")
+    assert list(report) == ["schema", "level", "host", "rank", "torch", "summary", "checks"]
+    assert report["schema"] == "ncclx.doctor/1"
+    assert report["level"] == "static"
+    assert [c["id"] for c in report["checks"]] == STATIC_IDS
+    for c in report["checks"]:
+        assert list(c) == ["id", "status", "message", "remedy", "details"]
+        assert c["status"] in {"ok", "warn", "fail", "skip", "error"}
+        assert c["message"]
+    counts = {s: sum(c["status"] == s for c in report["checks"]) for s in ("ok", "warn", "fail", "skip", "error")}
+    assert report["summary"] == counts
+    assert rc == (1 if counts["fail"] or counts["error"] else 0)
+
+
+def test_static_level_never_imports_torch() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL"))}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ncclx_migrate", "doctor", "--level", "static", "--json"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "json" in modules  # the importtime listing is really there
+    assert not {m for m in modules if m == "torch" or m.startswith("torch.")}
+    assert "libcst" not in modules  # the codemod's engine is not paid for either
+    json.loads(proc.stdout)
+
+
+def test_no_gpu_is_a_warning_and_exit_0_unless_strict_or_required() -> None:
+    report = doctor_json("--level", "static", "--check", "gpu-binding", env={"CUDA_VISIBLE_DEVICES": ""})
+    gpu = check(report, "gpu-binding")
+    assert gpu["status"] == "warn"
+    assert "no GPU visible" in gpu["message"]
+    assert report["_rc"] == 0
+    strict = doctor("--level", "static", "--check", "gpu-binding", "--strict", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert strict.returncode == 1
+    required = doctor_json("--level", "static", "--check", "gpu-binding", "--require-gpu",
+                           env={"CUDA_VISIBLE_DEVICES": ""})
+    assert check(required, "gpu-binding")["status"] == "fail"
+    assert required["_rc"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--check", "no-such-check"], "no-such-check"),
+        (["--level", "galaxy"], "galaxy"),
+        (["--target-torch", "two"], "two"),
+        (["--timeout", "0"], "positive"),
+        (["--timeout", "soon"], "soon"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_clear_line(args: list[str], needle: str) -> None:
+    proc = doctor(*args)
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_list_checks_names_every_id() -> None:
+    proc = doctor("--list-checks")
+    assert proc.returncode == 0
+    listed = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert listed == IDS
+    as_json = json.loads(doctor("--list-checks", "--json").stdout)
+    assert [c["id"] for c in as_json] == IDS
+
+
+def test_check_selects_and_higher_level_checks_say_which_level() -> None:
+    report = doctor_json("--level", "static", "--check", "env-vars", "--check", "probe")
+    assert [c["id"] for c in report["checks"]] == ["env-vars", "probe"]
+    probe = check(report, "probe")
+    assert probe["status"] == "skip"
+    assert "--level probe" in probe["message"]
+
+
+def test_human_output_one_line_per_check_with_fix() -> None:
+    proc = doctor("--level", "static", env={"TORCH_FR_BUFFER_SIZE": "0", "CUDA_VISIBLE_DEVICES": ""})
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("ncclx doctor: level static")
+    marks = [line.split()[0] for line in lines[1:-1] if not line.strip().startswith("fix:")]
+    assert len(marks) == len(STATIC_IDS)
+    assert set(marks) <= {"ok", "warn", "FAIL", "skip", "ERROR"}
+    fr = next(i for i, line in enumerate(lines) if " flight-recorder " in line)
+    assert lines[fr].split()[0] == "warn"
+    assert "TORCH_FR_BUFFER_SIZE=0 disables the flight recorder" in lines[fr]
+    assert lines[fr + 1].strip().startswith("fix: unset TORCH_FR_BUFFER_SIZE")
+    assert re.match(r"(OK|WARN|FAIL): \d+ ok, \d+ warn, \d+ fail, \d+ skip, \d+ error", lines[-1])
+    assert "\x1b[" not in proc.stdout
+
+
+def _on_a_terminal(env: dict[str, str]) -> str:
+    master, slave = pty.openpty()
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    proc = subprocess.Popen([ncclx_exe(), "doctor", "--level", "static", "--check", "gpu-binding"],
+                            stdout=slave, stderr=subprocess.DEVNULL, env={**base, **env})
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=30)
+    os.close(master)
+    return out.decode()
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
+    assert "\x1b[" in _on_a_terminal({"TERM": "xterm"})
+    assert "\x1b[" not in _on_a_terminal({"TERM": "xterm", "NO_COLOR": "1"})
+
+
+def test_a_crashing_check_becomes_that_checks_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from ncclx_migrate._doctor import _facts
+    from ncclx_migrate._doctor._cli import doctor as doctor_command
+
+    def boom(self: object) -> list[object]:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(_facts.Facts, "libraries", property(boom))
+    result = CliRunner().invoke(doctor_command, ["--level", "static", "--json"])
+    report = json.loads(result.output)
+    nccl = check(report, "nccl-version")
+    assert nccl["status"] == "error"
+    assert "OSError: disk on fire" in nccl["message"]
+    assert check(report, "env-vars")["status"] in ("ok", "warn")  # the others still ran
+    assert result.exit_code == 1

@@ -1,0 +1,126 @@
+"""Local-level checks on the real torch of this venv (2.15 CUDA build here; 2.13 CPU in test.sh)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from .conftest import check, doctor_json
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+
+pytestmark = pytest.mark.torch
+
+MINOR = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+HAS_NCCL = bool(dist.is_available() and dist.is_nccl_available())
+HAS_REGISTRY = MINOR >= (2, 14)
+
+
+def test_torch_version_reads_the_phase_from_the_registry() -> None:
+    report = doctor_json("--check", "torch-version")
+    tv = check(report, "torch-version")
+    assert report["torch"] == torch.__version__
+    assert tv["status"] == "ok"
+    assert tv["details"]["phase_source"] == "backend registry"
+    expected = {(2, 13): "no-nccl2", (2, 14): "opt-in", (2, 15): "default"}.get(MINOR)
+    if expected:
+        assert tv["details"]["phase"] == expected
+    assert tv["details"]["flavor"] == ("rocm" if torch.version.hip else "cuda" if torch.version.cuda else "cpu")
+
+
+def _registered_creator(toggle: str | None) -> str:
+    """What torch itself registers for "nccl" under the toggle, in a fresh interpreter."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_DIST_USE_NCCL2"}
+    if toggle is not None:
+        env["TORCH_DIST_USE_NCCL2"] = toggle
+    code = ("import torch.distributed.distributed_c10d as c; c.Backend._ensure_backend_registered('nccl');"
+            "print(c.Backend._plugins['NCCL'].creator_fn.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+CREATOR = {"_create_nccl2_process_group": "nccl2", "_create_nccl_process_group": "nccl-legacy"}
+
+
+@pytest.mark.skipif(not (HAS_NCCL and HAS_REGISTRY),
+                    reason="needs a torch with NCCL and backend entry points (2.14+ CUDA build)")
+@pytest.mark.parametrize("toggle", [None, "0", "false"])
+def test_nccl_resolution_matches_what_torch_registers(toggle: str | None) -> None:
+    env = {} if toggle is None else {"TORCH_DIST_USE_NCCL2": toggle}
+    res = check(doctor_json("--check", "nccl-resolution", env=env), "nccl-resolution")
+    assert res["details"]["implementation"] == CREATOR[_registered_creator(toggle)]
+    assert res["details"]["cpu:gloo,cuda:nccl"] == {"cpu": "gloo", "cuda": res["details"]["implementation"]}
+
+
+@pytest.mark.skipif(HAS_NCCL, reason="this torch has NCCL")
+def test_cpu_torch_says_nccl_is_not_available() -> None:
+    res = check(doctor_json("--check", "nccl-resolution"), "nccl-resolution")
+    assert res["status"] == "warn"
+    assert res["details"]["implementation"] is None
+    assert "has no NCCL" in res["message"]
+    assert check(doctor_json("--check", "nccl-version"), "nccl-version")["status"] == "skip"
+
+
+@pytest.mark.skipif(MINOR >= (2, 14), reason="torch 2.14+ reads the toggle")
+def test_toggle_has_no_effect_before_2_14() -> None:
+    toggle = check(doctor_json("--check", "legacy-toggle", env={"TORCH_DIST_USE_NCCL2": "0"}), "legacy-toggle")
+    assert toggle["status"] == "warn"
+    assert "no effect on this torch" in toggle["message"]
+
+
+@pytest.mark.skipif(not HAS_NCCL, reason="a CPU build of torch loads no libnccl")
+def test_build_and_runtime_nccl_and_where_it_was_loaded_from() -> None:
+    nccl = check(doctor_json("--check", "nccl-version"), "nccl-version")
+    assert nccl["status"] == "ok"
+    assert nccl["details"]["build"] == ".".join(map(str, torch.cuda.nccl.version()[:3]))
+    assert nccl["details"]["runtime"] == ".".join(map(str, dist.ProcessGroupNCCL.get_runtime_nccl_version()[:3]))
+    assert os.path.basename(nccl["details"]["library"]).startswith("libnccl")
+
+
+@pytest.mark.skipif(not HAS_NCCL or not sys.platform.startswith("linux"), reason="needs torch's libnccl on Linux")
+def test_an_old_nccl_interposed_with_ld_preload_is_the_runtime_version(fake_lib: Callable[..., str]) -> None:
+    # A real shared library that takes over ncclGetVersion and forwards everything else to
+    # torch's own libnccl: what an old libnccl in LD_PRELOAD does to a job.
+    real = check(doctor_json("--check", "nccl-version"), "nccl-version")["details"]["library"]
+    shim = fake_lib("2.27.3", name="libnccl-interpose.so",
+                    link=(real, f"-Wl,-rpath,{os.path.dirname(real)}"))
+    report = doctor_json("--backend", "nccl", "--check", "nccl-version", "--check", "fast-reconfigure",
+                         env={"LD_PRELOAD": shim})
+    nccl = check(report, "nccl-version")
+    assert nccl["details"]["runtime"] == "2.27.3"
+    assert nccl["details"]["library"] == shim
+    assert nccl["status"] == "warn"
+    assert "OLDER than the build" in nccl["message"]
+    fast = check(report, "fast-reconfigure")
+    assert fast["status"] == "warn" and "2.27.3 has no ncclCommRevoke" in fast["message"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", ["abc", ""])
+def test_the_fr_buffer_claim_holds_on_this_torch(value: str) -> None:
+    """The doctor fails a non-integer buffer size because torch really dies at init."""
+    report = doctor_json("--check", "flight-recorder", env={"TORCH_FR_BUFFER_SIZE": value})
+    assert check(report, "flight-recorder")["status"] == "fail"
+    code = ("import sys, torch.distributed as d;"
+            f"d.init_process_group('gloo', init_method='tcp://127.0.0.1:{_free_port()}', rank=0, world_size=1);"
+            "print('initialised')")
+    env = {**os.environ, "TORCH_FR_BUFFER_SIZE": value}
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return  # a hang is a failure of the job too
+    assert proc.returncode != 0
+    assert "initialised" not in proc.stdout
