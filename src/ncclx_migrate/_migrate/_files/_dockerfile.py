@@ -9,7 +9,7 @@ import json
 import re
 
 from ._checks import Collector, EnvAssign
-from ._shell import Ctx, Word, _read_word, analyze_words, scan_shell_range
+from ._shell import Ctx, Word, _read_word, analyze_words, balanced, scan_shell_range
 from ._text import Edit, LineIndex, remove_word
 
 __all__ = ["scan_dockerfile"]
@@ -136,7 +136,7 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int) ->
 
         def add(new: str, w: Word = w, name: str = name, raw_value: str = raw_value,
                 lone: bool = lone) -> list[Edit] | None:
-            if "$" in raw_value and name in raw_value:
+            if ("$" in raw_value and name in raw_value) or not balanced(raw_value):
                 return None
             if lone:
                 line_start, line_end, _ = index.bounds(first)

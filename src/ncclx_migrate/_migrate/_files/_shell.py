@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ._checks import LEGACY, BackendUse, Collector, EnvAssign, backend_value_spans
 from ._text import Edit, LineIndex, newline_of, remove_word
 
-__all__ = ["Ctx", "Word", "analyze_words", "lex", "scan_shell", "scan_shell_range"]
+__all__ = ["Ctx", "Word", "analyze_words", "balanced", "lex", "scan_shell", "scan_shell_range"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
@@ -248,8 +248,26 @@ def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
 
 
 # -------------------------------------------------------------------------- analysis
+def balanced(raw: str) -> bool:
+    """Every quote in ``raw`` is closed (an unterminated one would swallow what we add)."""
+    quote = ""
+    k = 0
+    while k < len(raw):
+        c = raw[k]
+        if c == "\\" and quote != "'":
+            k += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        k += 1
+    return not quote
+
+
 def _copyable(raw_value: str, old: str, inline: bool) -> bool:
-    if "$(" in raw_value or "`" in raw_value:
+    if "$(" in raw_value or "`" in raw_value or not balanced(raw_value):
         return False  # a command substitution may not give the same value twice
     return not (inline and re.search(r"\$\{?" + re.escape(old) + r"\b", raw_value))
 
