@@ -7,11 +7,12 @@ toggles and ``TORCH_NCCL_*`` names nccl2 ignores.
 
 from __future__ import annotations
 
+from ._fr import enable_hang_dump
 from ._warnings import LegacyNCCLWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["LegacyNCCLWarning", "__version__"]
+__all__ = ["LegacyNCCLWarning", "__version__", "enable_hang_dump"]
 
 from ._import_time import run_import_time_checks as _run_import_time_checks
 

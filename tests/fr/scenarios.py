@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,7 @@ def run_scenario(
         for r in range(world)
     ]
     outputs, codes = [], []
+    start = time.monotonic()
     for p in procs:
         try:
             out, _ = p.communicate(timeout=45)
@@ -68,6 +70,6 @@ def run_scenario(
                 q.kill()
             out, _ = p.communicate()
             out += "\n<killed after 45 s>"
-        outputs.append(out)
+        outputs.append(out + f"\n<exit {p.returncode} after {time.monotonic() - start:.1f} s>")
         codes.append(p.returncode)
     return Run(folder, outputs, codes)

@@ -6,8 +6,11 @@ SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
 before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
 subgroup of ranks 1..world-1, CULPRIT skips it).
 DUMPMODE: none (torch alone) | manual (each rank calls torch's dump API itself,
-as in flight-recorder-and-reconfigure.md E2b) | watchdog (ncclx_migrate.enable_hang_dump).
-Env: GLOO_TIMEOUT (s, default 4), HANG_DUMP (s, default 1.5), TORCH_FR_DUMP_TEMP_FILE.
+as in flight-recorder-and-reconfigure.md E2b) | watchdog (ncclx_migrate.enable_hang_dump)
+| env (only `import ncclx_migrate`, with NCCLX_HANG_DUMP set by the caller).
+Env: GLOO_TIMEOUT (s, default 4), SKIP_SLEEP (s the culprit stays out, default GLOO_TIMEOUT+2), HANG_DUMP (s, default 1.5), HANG_DUMP_STACKS (0/1:
+watchdog dumps with stack traces; torch's first one imports torch._inductor, seconds
+of CPU per rank), TORCH_FR_DUMP_TEMP_FILE.
 """
 
 from __future__ import annotations
@@ -26,17 +29,39 @@ def _manual_dump(rank: int) -> None:
         f.write(c10d._dump_fr_trace(True, True, False))
 
 
+def _collective_3(rank: int, world: int, scenario: str, is_culprit: bool, sub: object, wait: float) -> None:
+    import torch
+    import torch.distributed as dist
+
+    if is_culprit and scenario == "type":
+        dist.broadcast(torch.ones(4, 5), src=0)
+    elif scenario == "subgroup":
+        if rank >= 1:
+            dist.all_reduce(torch.ones(4, 5), group=sub)
+        else:
+            time.sleep(wait)
+    else:
+        dist.all_reduce(torch.ones(4, 5))
+    print(f"[rank {rank}] collective #3 completed", flush=True)
+
+
 def main() -> None:
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     scenario, culprit, mode = sys.argv[4], int(sys.argv[5]), sys.argv[6]
     gloo_timeout = float(os.environ.get("GLOO_TIMEOUT", "4"))
+    stay_out = float(os.environ.get("SKIP_SLEEP", str(gloo_timeout + 2)))
     import torch
     import torch.distributed as dist
 
+    if mode == "env":
+        import ncclx_migrate  # NCCLX_HANG_DUMP in the environment starts the watchdog
     if mode == "watchdog":
         import ncclx_migrate
 
-        ncclx_migrate.enable_hang_dump(float(os.environ.get("HANG_DUMP", "1.5")))
+        ncclx_migrate.enable_hang_dump(
+            float(os.environ.get("HANG_DUMP", "1.5")),
+            stack_traces=os.environ.get("HANG_DUMP_STACKS", "0") == "1",
+        )
     dist.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
@@ -53,23 +78,17 @@ def main() -> None:
         os._exit(0)
     if is_culprit and scenario in ("skip", "subgroup"):
         print(f"[rank {rank}] skipping collective #3", flush=True)
-        time.sleep(gloo_timeout + 2)
+        time.sleep(stay_out)
+    elif mode in ("watchdog", "env"):
+        # A training script does not catch this: the exception ends the rank.
+        _collective_3(rank, world, scenario, is_culprit, sub, stay_out)
+        if scenario == "ok":
+            time.sleep(stay_out)  # a healthy rank idles: the watchdog must stay quiet
     else:
         try:
-            if is_culprit and scenario == "type":
-                dist.broadcast(torch.ones(4, 5), src=0)
-            elif scenario == "subgroup":
-                if sub is not None and rank in range(1, world):
-                    dist.all_reduce(torch.ones(4, 5), group=sub)
-                else:
-                    time.sleep(gloo_timeout + 2)
-            else:
-                dist.all_reduce(torch.ones(4, 5))
-            print(f"[rank {rank}] collective #3 completed", flush=True)
+            _collective_3(rank, world, scenario, is_culprit, sub, stay_out)
         except RuntimeError as exc:
             print(f"[rank {rank}] collective #3 raised: {str(exc).splitlines()[0][:120]}", flush=True)
-            if mode == "watchdog":
-                time.sleep(1)  # the peers' requests may still be in flight
     if mode == "manual":
         time.sleep(0.5)  # gloo retires an op on its own thread just after wait() returns
         _manual_dump(rank)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,7 @@ def dump_flight_recorder(group: Any = None, *, stack_traces: bool = True) -> dic
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
 

@@ -1,0 +1,369 @@
+"""The hang watchdog: dump every rank's flight recorder when a collective hangs.
+
+How it works (one daemon thread per process, nothing on the training thread):
+
+* It waits, sleeping, until ``torch.distributed`` is imported and a default
+  group exists (it never imports torch itself), so turning it on before
+  ``init_process_group`` -- or at ``import ncclx_migrate`` via NCCLX_HANG_DUMP -- is fine.
+* Every poll it reads each recorder's ``pg_status`` (``_dump_fr_trace`` without
+  entries: ~30 us) and notes, per group, since when ``last_enqueued_collective``
+  has been ahead of ``last_completed_collective`` with no progress.  That works on
+  every backend that records (gloo natively, nccl2 / nccl-lazy through
+  FlightRecorderHook, legacy NCCL natively) and on torch 2.13-2.15, with no hook
+  on the collective path: the overhead on training is the GIL for a few tens of
+  microseconds per poll.
+* When a collective has not completed within the limit, the thread writes this
+  rank's dump of every recorder in use (with stack traces and a repaired
+  ``pg_config``) to ``<TORCH_FR_DUMP_TEMP_FILE><rank>`` and asks the other ranks
+  to dump through the job's TCPStore, on a separate client connection (short
+  timeout) so it never waits behind, or blocks, the process group.  Every
+  rank's thread polls that key, so ranks that never entered the collective dump too.
+* An uncaught exception in the main thread while a group is live (e.g. gloo's
+  ``Connection reset by peer`` when a peer died) also dumps and asks the peers.
+
+Nothing here raises into training code; failures are printed once to stderr.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+__all__ = ["HangDump", "enable", "parse_seconds"]
+
+_KEY = "ncclx/hang_dump/"  # <n>: JSON request n; "count": the counter
+_lock = threading.Lock()
+_active: HangDump | None = None
+
+
+def parse_seconds(text: str) -> float:
+    """NCCLX_HANG_DUMP's value: positive seconds (ValueError otherwise)."""
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(text)
+    return value
+
+
+def _log(msg: str) -> None:
+    try:
+        sys.stderr.write(f"ncclx hang dump: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _user_frame(frame: FrameType | None) -> str:
+    """Innermost frame outside torch, ncclx and the stdlib threading module."""
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if "/torch/" not in fn and "/ncclx_migrate/" not in fn and not fn.endswith("threading.py"):
+            return f"{frame.f_code.co_name} at {fn}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+def _python_stacks() -> tuple[str, dict[str, list[list[object]]]]:
+    frames = sys._current_frames()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    stacks: dict[str, list[list[object]]] = {}
+    for ident, frame in frames.items():
+        if ident == threading.get_ident():
+            continue
+        stack = traceback.extract_stack(frame)
+        key = f"{names.get(ident, 'thread')} ({ident})"
+        stacks[key] = [[f.name, f.filename, f.lineno or 0] for f in reversed(stack)][:50]
+    main = threading.main_thread().ident
+    return _user_frame(frames.get(main) if main is not None else None), stacks
+
+
+@dataclass
+class _Pending:
+    done: int
+    since: float
+    fired: bool = False
+
+
+@dataclass
+class HangDump:
+    """Handle of the running watchdog; ``stop()`` turns it off."""
+
+    seconds: float
+    stack_traces: bool = True
+    poll: float = 1.0
+    dumps: list[Path] = field(default_factory=list)  # every file written so far
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _pending: dict[tuple[str, str], _Pending] = field(default_factory=dict, repr=False)
+    _store: Any = field(default=None, repr=False)
+    _store_failed: bool = field(default=False, repr=False)
+    _next_request: int = field(default=1, repr=False)
+    _last_dump: float = field(default=-1e18, repr=False)
+    _recorders: list[str] = field(default_factory=list, repr=False)
+    _polls: int = field(default=0, repr=False)
+    _prev_hook: Any = field(default=None, repr=False)
+    _dump_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # --- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="ncclx-hang-dump", daemon=True)
+        self._thread.start()
+        self._prev_hook = sys.excepthook
+        sys.excepthook = self._excepthook
+        atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        """Let a dump in progress finish (bounded) before the interpreter tears down."""
+        self._stop.set()
+        if self._dump_lock.acquire(timeout=30):
+            self._dump_lock.release()
+
+    def stop(self) -> None:
+        """Stop the watchdog thread (idempotent); dumps already written stay."""
+        global _active
+        self._stop.set()
+        atexit.unregister(self._at_exit)
+        if sys.excepthook == self._excepthook:
+            sys.excepthook = self._prev_hook
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        with _lock:
+            if _active is self:
+                _active = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # --- torch access (never imports torch) --------------------------------------
+    @staticmethod
+    def _dist() -> Any:
+        dist = sys.modules.get("torch.distributed")
+        if dist is None:
+            return None
+        try:
+            return dist if dist.is_available() and dist.is_initialized() else None
+        except Exception:
+            return None
+
+    def _client(self, dist: Any) -> Any:
+        """A TCPStore client of its own on the job's store (None: no store to use)."""
+        if self._store is not None or self._store_failed:
+            return self._store
+        try:
+            from datetime import timedelta
+
+            from torch.distributed import distributed_c10d as dc
+
+            store = dc._get_default_store()
+            while isinstance(store, dist.PrefixStore):
+                store = store.underlying_store
+            if isinstance(store, dist.TCPStore):
+                self._store = dist.TCPStore(
+                    store.host, store.port, is_master=False,
+                    timeout=timedelta(seconds=max(2.0, self.poll * 2)),
+                    wait_for_workers=False,
+                )
+            else:
+                self._store = store  # FileStore / HashStore: non-blocking ops only
+        except Exception as exc:
+            self._store_failed = True
+            _log(f"cannot reach the job's store ({type(exc).__name__}: {exc}); this rank dumps alone")
+        return self._store
+
+    # --- the loop ------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll):
+            dist = self._dist()
+            if dist is None:
+                continue
+            try:
+                self._tick(dist)
+            except Exception as exc:  # never let the thread die on a bad poll
+                _log(f"poll failed ({type(exc).__name__}: {exc})")
+                self._stop.wait(self.seconds)
+
+    def _tick(self, dist: Any) -> None:
+        from . import _dump
+
+        if self._polls % 20 == 0 or not self._recorders:
+            self._recorders = _dump.recorders_in_use()
+        self._polls += 1
+        now = time.monotonic()
+        stuck: tuple[str, str, int] | None = None
+        for rec in self._recorders:
+            for pg, st in _dump.recorder_status(rec).items():
+                enq = st.get("last_enqueued_collective", 0)
+                done = max(st.get("last_completed_collective", 0), 0)
+                key = (rec, pg)
+                if enq <= done:
+                    self._pending.pop(key, None)
+                    continue
+                p = self._pending.get(key)
+                if p is None or p.done != done:
+                    self._pending[key] = p = _Pending(done, now)
+                if not p.fired and now - p.since >= self.seconds:
+                    p.fired = True
+                    seq = self._confirm(rec, pg, done)
+                    if seq is not None:
+                        stuck = stuck or (rec, pg, seq)
+        if stuck is not None:
+            self._fire_local(dist, *stuck, waited=now - self._pending[stuck[:2]].since)
+        self._serve_requests(dist)
+
+    @staticmethod
+    def _confirm(rec: str, pg: str, done: int) -> int | None:
+        """The first collective of ``pg`` after ``done`` that its entries show unfinished.
+
+        gloo's ``pg_status`` can lag its entries (measured on 2.15: the last
+        collective retired while ``last_completed_collective`` still named the one
+        before), so the deadline is checked against the entries before firing.
+        """
+        from . import _dump
+
+        dump = _dump.dump_recorder(rec, stack_traces=False)
+        open_seqs = [
+            int(e["collective_seq_id"])
+            for e in (dump or {}).get("entries", [])
+            if str(e["process_group"][0]) == pg
+            and int(e["collective_seq_id"]) > done
+            and not e.get("is_p2p")
+            and not (e.get("retired") or e.get("state") == "completed")
+        ]
+        return min(open_seqs) if open_seqs else None
+
+    def _fire_local(self, dist: Any, rec: str, pg: str, seq: int, waited: float) -> None:
+        label = self._group_label(pg)
+        reason = f"collective #{seq} of group {label} ({rec}) not completed after {waited:.1f} s"
+        self._request_peers(dist, {"recorder": rec, "group": label, "seq": seq, "reason": reason})
+        self._dump(dist, "local-deadline", reason, primary=rec, note="; asked the other ranks to dump")
+
+    def _serve_requests(self, dist: Any) -> None:
+        store = self._client(dist)
+        if store is None:
+            return
+        while True:
+            key = f"{_KEY}{self._next_request}"
+            try:
+                if not store.check([key]):
+                    return
+                req = json.loads(store.get(key))
+            except Exception as exc:
+                self._store, self._store_failed = None, True  # store gone (rank 0 exited?)
+                _log(f"stopped polling the job's store ({type(exc).__name__})")
+                return
+            self._next_request += 1
+            if req.get("rank") == self._rank(dist) or time.monotonic() - self._last_dump < self.seconds:
+                continue  # our own request, or we dumped for this hang already
+            reason = f"rank {req.get('rank')} asked: {req.get('reason', '')}"
+            self._dump(dist, "peer-request", reason, primary=req.get("recorder"))
+
+    def _request_peers(self, dist: Any, req: dict[str, Any]) -> None:
+        store = self._client(dist)
+        if store is None:
+            return
+        try:
+            n = int(store.add(f"{_KEY}count", 1))
+            store.set(f"{_KEY}{n}", json.dumps({**req, "rank": self._rank(dist)}))
+        except Exception as exc:
+            _log(f"could not ask the other ranks to dump ({type(exc).__name__}: {exc})")
+
+    # --- dumping -----------------------------------------------------------------------
+    @staticmethod
+    def _rank(dist: Any) -> int:
+        return int(dist.get_rank())
+
+    @staticmethod
+    def _group_label(pg: str) -> str:
+        from . import _dump
+
+        row = _dump.live_pg_config().get(pg, {})
+        return row.get("desc") or pg
+
+    def _dump(
+        self, dist: Any, trigger: str, reason: str, primary: str | None, note: str = ""
+    ) -> list[Path]:
+        from . import _dump
+
+        at, stacks = _python_stacks()
+        import torch  # already imported: a process group exists
+
+        meta = {
+            "trigger": trigger,
+            "reason": reason,
+            "world_size": int(dist.get_world_size()),
+            "torch": str(torch.__version__),
+            "pid": os.getpid(),
+            "main_thread_at": at,
+            "python_stacks": stacks,
+        }
+        rank = self._rank(dist)
+        with self._dump_lock:
+            # First a dump without stack traces (under a millisecond), so a file
+            # exists even if the process dies now; then the full one.  torch's
+            # first stack-traced dump in a process imports torch._inductor to
+            # symbolize frames (~900 modules, >1 s), which is why.
+            paths = _dump.write_rank_dumps(rank, primary=primary, stack_traces=False, meta=meta)
+            self._last_dump = time.monotonic()
+            self.dumps.extend(p for p in paths if p not in self.dumps)
+            more = " (stack traces follow)" if self.stack_traces and trigger != "manual" else ""
+            if trigger != "manual":
+                _log(f"{reason}; wrote {', '.join(map(str, paths))}{more}{note}")
+            if self.stack_traces:
+                paths = _dump.write_rank_dumps(rank, primary=primary, stack_traces=True, meta=meta)
+                self.dumps.extend(p for p in paths if p not in self.dumps)
+            self._last_dump = time.monotonic()
+        return paths
+
+    def dump_now(self, reason: str = "requested") -> list[Path]:
+        """Write this rank's dumps now (no request to the peers); [] before init_process_group."""
+        dist = self._dist()
+        return [] if dist is None else self._dump(dist, "manual", reason, None)
+
+    def _excepthook(
+        self, etype: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        dist = self._dist()
+        # A rank that already dumped for this hang keeps that dump: it was taken
+        # while the collective was still in flight, which says more than one
+        # taken after gloo gave up (gloo may retire a failed op).  Wait (bounded)
+        # for a dump in progress on the watchdog thread first.
+        if self._dump_lock.acquire(timeout=30):
+            self._dump_lock.release()
+        if (
+            dist is not None
+            and not self._stop.is_set()
+            and isinstance(value, RuntimeError)
+            and not self.dumps
+        ):
+            try:
+                reason = f"uncaught {etype.__name__}: {str(value).splitlines()[0][:200]}"
+                self._request_peers(dist, {"recorder": None, "reason": reason})
+                self._dump(dist, "exception", reason, None, note="; asked the other ranks to dump")
+            except Exception as exc:
+                _log(f"dump on exception failed ({type(exc).__name__}: {exc})")
+        hook = self._prev_hook or sys.__excepthook__
+        hook(etype, value, tb)
+
+
+def enable(seconds: float, *, stack_traces: bool = True, poll: float | None = None) -> HangDump:
+    """Start (or retune) the process-wide watchdog; see ``ncclx_migrate.enable_hang_dump``."""
+    global _active
+    seconds = parse_seconds(str(seconds))
+    interval = poll if poll is not None else min(1.0, max(0.05, seconds / 4))
+    with _lock:
+        if _active is not None and _active.running:
+            _active.seconds, _active.stack_traces, _active.poll = seconds, stack_traces, interval
+            return _active
+        _active = HangDump(seconds, stack_traces, interval)
+        _active.start()
+        return _active
