@@ -16,6 +16,7 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("jobs/train.sbatch", "", "shell"),
         ("run.slurm", "", "shell"),
         ("x.bash", "", "shell"),
+        (".envrc", "", "shell"),
         ("bin/launch", "#!/usr/bin/env bash\necho hi\n", "shell"),
         ("bin/launch", "#!/bin/sh\n", "shell"),
         ("bin/launch", "#!/usr/bin/python3\n", None),

@@ -25,7 +25,7 @@ def file_kind(path: str, text: str | None = None) -> str | None:
     """"shell", "dockerfile", "yaml", "dotenv", "notebook" or None."""
     base = os.path.basename(path)
     lower = base.lower()
-    if lower.endswith(_SHELL_EXT):
+    if lower.endswith(_SHELL_EXT) or lower == ".envrc":
         return "shell"
     if lower.endswith((".yaml", ".yml")):
         return "yaml"

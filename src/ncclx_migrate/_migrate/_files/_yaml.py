@@ -244,8 +244,8 @@ class _Yaml:
                 elif n not in self.consumed:
                     self.entry(line, parent)
             elif line.dashes:
-                if s.kind == "map":
-                    self.flow_pair(line)
+                if s.kind == "map" and not self.flow_pair(line):
+                    self.flow_map(line)
                 elif s.simple:
                     group = (openers[-1][2] if openers else -1, line.dash_col)
                     if _shellish(parent):
@@ -267,6 +267,9 @@ class _Yaml:
         s = line.value
         if s.kind == "flow":
             self.flow_seq(line, line.key)
+            return
+        if s.kind == "map":
+            self.flow_map(line)
             return
         if not s.simple:
             return
@@ -401,12 +404,59 @@ class _Yaml:
             self.sink.env(EnvAssign(name, w.start, value, w.raw[m.end():], w.start + m.end(),
                                     None, add, remove))
 
-    def flow_pair(self, line: _Line) -> None:
+    def flow_map(self, line: _Line) -> None:
+        """``key: {a: 1, backend: nccl-legacy}`` on one line (hydra/OmegaConf style):
+        each ``k: scalar`` pair is reported in place; no line is added or removed."""
+        text = line.text
+        end = _code_end(text)
+        if not text[:end].endswith("}"):
+            return  # continues on the next line: not handled
+        body_start = line.value.start + 1
+        depth = 0
+        quote = ""
+        start = body_start
+        pieces: list[tuple[int, int]] = []
+        for k in range(body_start, end - 1):
+            c = text[k]
+            if quote:
+                if c == quote:
+                    quote = ""
+            elif c in "\"'":
+                quote = c
+            elif c in "[{":
+                depth += 1
+            elif c in "]}":
+                depth -= 1
+            elif c == "," and depth == 0:
+                pieces.append((start, k))
+                start = k + 1
+        pieces.append((start, end - 1))
+        for a, b in pieces:
+            m = re.match(r"\s*([A-Za-z_][\w.-]*)\s*:\s+", text[a:b])
+            if m is None:
+                continue
+            vcol = a + m.end()
+            vend = b
+            while vend > vcol and text[vend - 1] in " \t":
+                vend -= 1
+            raw = text[vcol:vend]
+            if raw[:1] in "\"'" and len(raw) >= 2 and raw[-1] == raw[0]:
+                value: str | None = raw[1:-1]
+            elif raw[:1] in "\"'[{":
+                continue
+            else:
+                value = raw
+            if value is not None and ("\\" in value or "$" in value):
+                value = None
+            self.sink.env(EnvAssign(m.group(1), self.abs(line, a + m.start(1)), value, raw,
+                                    self.abs(line, vcol)))
+
+    def flow_pair(self, line: _Line) -> bool:
         """``- {name: X, value: "Y"}``."""
         m = _FLOW_PAIR.fullmatch(line.text, line.value.start, line.value.end
                                  if line.value.kind != "map" else _code_end(line.text))
         if m is None:
-            return
+            return False
         raw_name = m.group(1)
         q = 1 if raw_name[:1] in "\"'" else 0
         name = raw_name[q : len(raw_name) - q]
@@ -430,6 +480,7 @@ class _Yaml:
 
         self.sink.env(EnvAssign(name, name_start, value_l, raw_value, self.abs(line, m.start(2)),
                                 None, add, remove))
+        return True
 
     def k8s_item(self, first: _Line) -> None:
         """A sequence item whose keys include ``name`` and ``value``/``valueFrom``."""
