@@ -51,8 +51,11 @@ def _c10d() -> Any:
 @functools.cache
 def _per_backend() -> bool:
     """True when ``_dump_fr_trace`` takes ``backend=`` (2.15 and later)."""
+    fn = getattr(_c10d(), "_dump_fr_trace", None)
+    if fn is None:
+        return False
     try:
-        _c10d()._dump_fr_trace(includeCollectives=False, backend=_DEFAULT)
+        fn(includeCollectives=False, backend=_DEFAULT)
     except TypeError:
         return False
     return True
@@ -66,6 +69,8 @@ def recorder_for_backend(name: str) -> str | None:
     if name in ("nccl", "nccl-legacy", "NCCL"):
         # Legacy ProcessGroupNCCL.name() is "nccl"; nccl2's is "nccl2".
         return LEGACY if hasattr(_c10d(), "_dump_nccl_trace") else None
+    if not hasattr(_c10d(), "_dump_fr_trace"):
+        return None  # torch before the generic recorder
     if not _per_backend():
         return _DEFAULT  # one shared recorder
     return name
@@ -112,6 +117,8 @@ def _dump_bytes(recorder: str, *, collectives: bool, stack_traces: bool) -> byte
     if recorder == LEGACY:
         fn = getattr(c10d, "_dump_nccl_trace", None)
         return None if fn is None else bytes(fn(collectives, stack_traces, False))
+    if not hasattr(c10d, "_dump_fr_trace"):
+        return None
     if _per_backend():
         return bytes(c10d._dump_fr_trace(collectives, stack_traces, False, backend=recorder))
     return bytes(c10d._dump_fr_trace(collectives, stack_traces, False))
