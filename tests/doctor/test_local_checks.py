@@ -124,3 +124,26 @@ def test_the_fr_buffer_claim_holds_on_this_torch(value: str) -> None:
         return  # a hang is a failure of the job too
     assert proc.returncode != 0
     assert "initialised" not in proc.stdout
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_binding_resolution_and_nccl_are_ok() -> None:
+    count = torch.cuda.device_count()
+    report = doctor_json("--check", "gpu-binding", "--check", "nccl-resolution", "--check", "nccl-version",
+                         env={"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"})
+    gpu = check(report, "gpu-binding")
+    assert gpu["status"] == "ok", gpu
+    assert gpu["details"]["device_count"] == count
+    assert gpu["details"]["nccl2_device"] == "cuda:0"
+    assert check(report, "nccl-resolution")["status"] == "ok"
+    assert check(report, "nccl-version")["status"] == "ok"
+
+
+@pytest.mark.gpu
+def test_more_local_ranks_than_gpus_fails_before_nccl_does() -> None:
+    count = torch.cuda.device_count()
+    report = doctor_json("--check", "gpu-binding",
+                         env={"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": str(count + 1)}, expect_rc=1)
+    gpu = check(report, "gpu-binding")
+    assert gpu["status"] == "fail"
+    assert "Duplicate GPU detected" in gpu["message"]

@@ -19,19 +19,22 @@ from ._model import CheckResult, Report, ReportError, Status
 
 __all__ = ["FINGERPRINT", "Source", "compare", "load_reports", "merge_reports", "ranges", "who"]
 
-# (label, check id, details key, status when ranks disagree)
-FINGERPRINT: tuple[tuple[str, str, str, Status], ...] = (
-    ("run torch", "torch-version", "version", Status.FAIL),
-    ("run NCCL", "nccl-version", "runtime", Status.FAIL),
-    ("run RCCL", "rccl-version", "runtime", Status.FAIL),
-    ('build "nccl" as', "nccl-resolution", "implementation", Status.FAIL),
-    ("have TORCH_DIST_USE_NCCL2 =", "legacy-toggle", "value", Status.FAIL),
-    ("have TORCH_NCCL2_RECONFIGURE_SHRINK_GROW =", "fast-reconfigure", "shrink_grow", Status.FAIL),
-    ("have a flight-recorder buffer of", "flight-recorder", "buffer_size", Status.WARN),
-    ("have dump-on-timeout", "flight-recorder", "dump_on_timeout", Status.WARN),
-    ("dump the flight recorder to", "flight-recorder", "dump_prefix", Status.WARN),
-    ("have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
-    ("see GPUs:", "gpu-binding", "device_count", Status.WARN),
+# (verb phrase for one, for several, check id, details key, status when ranks disagree)
+FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
+    ("runs torch", "run torch", "torch-version", "version", Status.FAIL),
+    ("runs NCCL", "run NCCL", "nccl-version", "runtime", Status.FAIL),
+    ("runs RCCL", "run RCCL", "rccl-version", "runtime", Status.FAIL),
+    ('builds "nccl" as', 'build "nccl" as', "nccl-resolution", "implementation", Status.FAIL),
+    ("has TORCH_DIST_USE_NCCL2 =", "have TORCH_DIST_USE_NCCL2 =", "legacy-toggle", "value", Status.FAIL),
+    ("has TORCH_NCCL2_RECONFIGURE_SHRINK_GROW =", "have TORCH_NCCL2_RECONFIGURE_SHRINK_GROW =",
+     "fast-reconfigure", "shrink_grow", Status.FAIL),
+    ("has a flight-recorder buffer of", "have a flight-recorder buffer of", "flight-recorder", "buffer_size",
+     Status.WARN),
+    ("has dump-on-timeout", "have dump-on-timeout", "flight-recorder", "dump_on_timeout", Status.WARN),
+    ("dumps the flight recorder to", "dump the flight recorder to", "flight-recorder", "dump_prefix",
+     Status.WARN),
+    ("has NCCLX_HANG_DUMP =", "have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
+    ("sees GPUs:", "see GPUs:", "gpu-binding", "device_count", Status.WARN),
 )
 
 
@@ -79,7 +82,7 @@ def who(sources: Sequence[Source]) -> str:
 
 def _fmt(value: Any) -> str:
     if value is None:
-        return "unset/unknown"
+        return "unset"
     return str(value)
 
 
@@ -96,7 +99,7 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
     """The cluster-consistency check over ``sources``."""
     findings: list[tuple[Status, str]] = []
     divergent: list[dict[str, Any]] = []
-    for label, cid, key, severity in FINGERPRINT:
+    for one, many, cid, key, severity in FINGERPRINT:
         values: dict[str, list[Source]] = defaultdict(list)
         for s in sources:
             check = s.report.get(cid)
@@ -112,7 +115,8 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
         minority = []
         for value_key, group in order[1:]:
             value = json.loads(value_key)
-            findings.append((severity, f"{who(group)} {label} {_fmt(value)} (the others {_fmt(majority_value)})"))
+            verb = one if len(group) == 1 else many
+            findings.append((severity, f"{who(group)} {verb} {_fmt(value)} (the others {_fmt(majority_value)})"))
             minority.append({"value": value, "who": who(group),
                              "ranks": [s.report.rank for s in group], "hosts": sorted({s.report.host for s in group})})
         divergent.append({"fact": f"{cid}.{key}", "majority": majority_value, "majority_count": len(majority),
@@ -166,7 +170,8 @@ def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
     status = _worst(k[0] for k in groups)
     if len(groups) == 1:
         (st, msg), members = next(iter(groups.items()))
-        return CheckResult(cid, st, f"{msg} (all {len(members)})", remedies[(st, msg)],
+        noun = "ranks" if all(m.report.rank is not None for m in members) else "reports"
+        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)],
                            {"groups": [{"status": st.value, "who": who(members), "message": msg}]})
     ordered = sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0][0]), -len(kv[1])))
     parts = [f"{st.value} on {who(members)}: {msg}" for (st, msg), members in ordered]
