@@ -88,8 +88,9 @@ def _suite(dist: Any, torch: Any, device: Any, rank: int, world: int) -> dict[st
 
 
 def _flight_recorder(dist: Any, impl: str) -> dict[str, Any]:
-    import torch._C._distributed_c10d as c10d
+    import importlib
 
+    c10d: Any = importlib.import_module("torch._C._distributed_c10d")
     fr: dict[str, Any] = {"recorder": impl}
     try:
         if impl == "nccl":  # legacy ProcessGroupNCCL keeps its own recorder
