@@ -157,8 +157,7 @@ class Collector:
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
-    if a.start == a.end or b.start == b.end:  # insertions only clash at the same point inside a span
-        return a.start < b.end and b.start < a.end
+    """Two edits touch the same text (an insertion clashes only strictly inside a span)."""
     return a.start < b.end and b.start < a.end
 
 

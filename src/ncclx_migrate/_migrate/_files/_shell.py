@@ -22,7 +22,6 @@ from ._text import Edit, LineIndex, newline_of, remove_word
 
 __all__ = ["Ctx", "Word", "analyze_words", "balanced", "lex", "scan_shell", "scan_shell_range"]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 # ${NAME:-d} / ${NAME-d} / ${NAME:=d} as a whole value (optionally double-quoted)
 _DEFAULTED = re.compile(r'^"?\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}$`"\']*)\}"?$')
@@ -526,6 +525,3 @@ def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:
 def scan_shell(path: str, text: str, sink: Collector) -> None:
     scan_shell_range(Ctx(text, sink), 0, len(text))
 
-
-def is_name(s: str) -> bool:
-    return bool(_NAME.fullmatch(s))
