@@ -218,3 +218,9 @@ def test_torch_own_sources_no_crash_no_error() -> None:
     doc = json.loads(proc.stdout)
     assert doc["errors"] == []
     assert doc["files_scanned"] > 2000
+
+
+def test_non_utf8_yaml_is_an_error_binary_blob_is_not(tmp_path: Path) -> None:
+    tree(tmp_path, {"job.yaml": "env: caf\xe9\n".encode("latin-1"), "logo.png": b"\x89PNG\r\n\x00\x00", "a.py": CLEAN})
+    doc = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert [e["path"] for e in doc["errors"]] == ["job.yaml"]

@@ -84,8 +84,8 @@ def _claims(path: str) -> bool:
     if path.endswith((".py", ".pyw")):
         return True
     files = _files_module()
-    claims: Callable[[str], bool] | None = getattr(files, "claims", None) if files else None
-    return bool(claims and claims(path))
+    kind: Callable[[str], str | None] | None = getattr(files, "file_kind", None) if files else None
+    return bool(kind and kind(path))
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -9,18 +9,21 @@ only the edits of findings that survive selection, suppression and the fix polic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 import libcst as cst
 from libcst.metadata import (
     CodeRange,
+    MetadataWrapper,
     PositionProvider,
     QualifiedNameProvider,
     Scope,
     ScopeProvider,
 )
+from libcst.metadata.base_provider import LazyValue  # type: ignore[attr-defined]
 
 from .._model import Finding, FixKind, Options
 from ._names import dist_member
@@ -56,13 +59,37 @@ class Pending:
     imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, name)
 
 
-class Analyzer(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider)
+# The last name component of every torch name a rule resolves.  Resolving names needs
+# libcst's scope analysis, the costliest step by far; it runs (once per file) only when a
+# node ending in one of these names, or in an import alias of one, is met.
+RESOLVED_NAMES = frozenset({
+    "init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
+    "is_backend_available", "Backend", "NCCL", "ProcessGroupNCCL", "ProcessGroupNCCL2",
+    "ProcessGroupNCCLLazy", "get_backend", "BAND", "BOR", "BXOR", "_dump_nccl_trace",
+    "_dump_nccl_trace_json", "_dump_nccl_trace_pickle", "_dump_fr_trace", "_dump_fr_trace_json",
+    "_reset_fr_trace", "set_device", "environ", "isinstance", "issubclass", "torch",
+})
+_ALIAS = re.compile(r"\b(\w+)\s+as\s+(\w+)")
 
-    def __init__(self, path: str, module: cst.Module, options: Options, active: set[str]) -> None:
+
+def _value(v: Any) -> Any:
+    return v() if isinstance(v, LazyValue) else v
+
+
+class Analyzer(cst.CSTVisitor):
+    """One walk over a parsed module.  Metadata (positions, scopes, qualified names) is
+    computed lazily, on first use, from the wrapper: most files never need scopes."""
+
+    def __init__(self, path: str, wrapper: MetadataWrapper, source: str, options: Options, active: set[str]) -> None:
         super().__init__()
         self.path = path
-        self.module = module
+        self.wrapper = wrapper
+        self.source = source
+        self.module = wrapper.module
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._qnames: Mapping[cst.CSTNode, Any] | None = None
+        self._scopes: Mapping[cst.CSTNode, Any] | None = None
+        self._aliases: set[str] | None = None
         self.options = options
         self.pending: list[Pending] = []
         self.stack: list[cst.CSTNode] = []
@@ -90,15 +117,33 @@ class Analyzer(cst.CSTVisitor):
         for fn in self.finishers:
             fn()
 
-    # --- metadata helpers ---
+    # --- metadata helpers (lazy) ---
     def pos(self, node: cst.CSTNode) -> CodeRange:
-        return self.get_metadata(PositionProvider, node)
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        return self._positions[node]
+
+    def _may_resolve(self, node: cst.CSTNode) -> bool:
+        last = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else None
+        if last is None:
+            return False
+        if last in RESOLVED_NAMES:
+            return True
+        if self._aliases is None:
+            self._aliases = {
+                m.group(2) for line in self.source.splitlines() if "import" in line and " as " in line
+                for m in _ALIAS.finditer(line) if m.group(1) in RESOLVED_NAMES or m.group(1) in ("distributed", "cuda", "os")
+            }
+        return last in self._aliases
 
     def qnames(self, node: cst.CSTNode) -> set[str]:
-        try:
-            found = self.get_metadata(QualifiedNameProvider, node, set())
-        except KeyError:
+        """Qualified names of a Name/Attribute through the file's imports (only for names a
+        rule can ask about; anything else resolves to nothing)."""
+        if not self._may_resolve(node):
             return set()
+        if self._qnames is None:
+            self._qnames = self.wrapper.resolve(QualifiedNameProvider)
+        found = _value(self._qnames.get(node, ()))
         return {q.name for q in found}
 
     def dist(self, node: cst.CSTNode) -> str | None:
@@ -108,10 +153,18 @@ class Analyzer(cst.CSTVisitor):
         return dist_member(self.qnames(node))
 
     def scope(self, node: cst.CSTNode) -> Scope | None:
-        try:
-            return self.get_metadata(ScopeProvider, node, None)
-        except KeyError:
-            return None
+        if self._scopes is None:
+            self._scopes = self.wrapper.resolve(ScopeProvider)
+        found = _value(self._scopes.get(node))
+        return found if isinstance(found, Scope) else None
+
+    def source_of(self, node: cst.CSTNode) -> str:
+        """The original text of a (large) node, sliced from the source: no code generation."""
+        if isinstance(node, cst.Module):
+            return self.source
+        rng = self.pos(node)
+        lines = self.source.splitlines(keepends=True)[rng.start.line - 1: rng.end.line]
+        return "".join(lines)
 
     def parent(self, depth: int = 1) -> cst.CSTNode | None:
         """The ancestor ``depth`` levels above the node being visited."""

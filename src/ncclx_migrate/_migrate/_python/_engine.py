@@ -42,9 +42,25 @@ def _any(*tests: Callable[[str], bool]) -> Callable[[str], bool]:
     return lambda text: any(t(text) for t in tests)
 
 
-_ENV = _re(ENV_PRECHECK.pattern)
-_CMP = r"(?:==|!=|\bnot\s+in\b|\bin\b)"
-_BACKEND_FN = _re(r"\b(?:init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend)\s*\(")
+def _env(text: str) -> bool:
+    # every table name contains "NCCL" (or is the toggle, which contains it too)
+    return "NCCL" in text and ENV_PRECHECK.search(text) is not None
+
+
+def _isinstance_pgnccl(text: str) -> bool:
+    """isinstance/issubclass/type( within 400 characters before a ProcessGroupNCCL name."""
+    i = text.find("ProcessGroupNCCL")
+    while i >= 0:
+        window = text[max(0, i - 400):i]
+        if "isinstance" in window or "issubclass" in window or "type(" in window:
+            return True
+        i = text.find("ProcessGroupNCCL", i + 16)
+    return False
+
+
+# Patterns start with a literal so that the regex engine can skip ahead to it.
+_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^\n]{0,200}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
+_BACKEND_FN = _re(r"(?:init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend)\s*\(")
 
 # Cheap text tests: a rule cannot fire on a file where its test is False.  They follow each
 # rule's trigger shapes (allowing for line breaks inside calls);
@@ -54,32 +70,34 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX101": _has("TORCH_DIST_USE_NCCL2"),
     "NCX102": _has("TORCH_DIST_USE_NCCL2"),
     "NCX103": _has("nccl-legacy"),
-    "NCX104": _all(_has("nccl2"), _re(r"[\"':]nccl2[\"']"), _BACKEND_FN),
+    "NCX104": _all(_has("nccl2"), _re(r"nccl2[\"']"), _BACKEND_FN),
     "NCX110": _any(
-        _all(_has("ProcessGroupNCCL"), _re(r"\b(?:isinstance|issubclass)\s*\([\s\S]{0,400}?ProcessGroupNCCL\b")),
-        _all(_has("get_backend"), _re(r"\bget_backend\s*\([\s\S]{0,400}?\)\s*" + _CMP + r"|(?:==|!=)\s*(?:[\w.]+\.)?get_backend\s*\(")),
-        _all(_has("name()"), _re(r"\b(?:name|_get_backend_name)\(\)\s*" + _CMP + r"|[\"']nccl[\"']\s*(?:==|!=)\s*[\w.()]*\b(?:name|_get_backend_name)\(\)")),
+        _all(_has("ProcessGroupNCCL"), _isinstance_pgnccl),
+        _all(_has("get_backend"), _re(r"get_backend\s*\([^\n]{0,200}?\)" + _RHS)),
+        _all(_has("name()"), _re(r"name\(\)" + _RHS)),
+        _all(_has("nccl", "Backend.NCCL"),
+             _re(r"(?:nccl[\"']|Backend\.NCCL)\s*(?:==|!=)\s*[\w.()]*(?:get_backend\s*\(|name\(\))")),
     ),
     "NCX111": _any(
         _all(_has("_group_", "_set_default_timeout", "comm_split_count", "_set_enable_nan_check", "nccl_version",
-                  "NCCL_CTA_POLICY_"), _re(r"\.(?:_group_start|_group_end|_set_default_timeout|comm_split_count|_set_enable_nan_check"
-            r"|get_runtime_nccl_version|get_build_nccl_version|NCCL_CTA_POLICY_\w+)\b")),
+                  "NCCL_CTA_POLICY_"), _re(r"\.(?:_group_start|_group_end|_set_default_timeout|comm_split_count"
+                                           r"|_set_enable_nan_check|get_runtime_nccl_version|get_build_nccl_version"
+                                           r"|NCCL_CTA_POLICY_\w+)\b")),
         _all(_has("_get_backend("), _re(r"\.(?:uid|_is_initialized)\b")),
     ),
-    "NCX112": _all(
-        _has("except"),
-        _re(r"\bexcept\b[^:\n]*\b(?:ValueError|RuntimeError)\b"),
-        _re(r"\b(?:init_process_group|new_group)\s*\(|\bB(?:AND|OR|XOR)\b"),
-    ),
+    "NCX112": _all(_has("except"), _any(
+        _all(_has("ValueError"), _re(r"except[^:\n]*ValueError"), _re(r"(?:init_process_group|new_group)\s*\(")),
+        _all(_has("BAND", "BOR", "BXOR"), _re(r"except[^:\n]*(?:ValueError|RuntimeError)")),
+    )),
     "NCX113": _has("SeqNum", "milliseconds before timing out", "Heartbeat monitor timed out", "watchdog got stuck",
                    "destroy_process_group() was not called", "NOT been destroyed"),
-    "NCX120": _ENV,
+    "NCX120": _env,
     "NCX121": _has("_dump_nccl_trace", "_dump_fr_trace", "_reset_fr_trace"),
-    "NCX122": _ENV,
-    "NCX123": _ENV,
-    "NCX130": _all(_has("set_device"), _re(r"\bset_device\s*\("), _re(r"\binit_process_group\s*\(")),
-    "NCX131": _all(_has("use_local_synchronization"), _re(r"\buse_local_synchronization\s*=\s*True")),
-    "NCX132": _all(_has("ProcessGroupNCCL"), _re(r"\bProcessGroupNCCL\s*\(")),
+    "NCX122": _env,
+    "NCX123": _env,
+    "NCX130": _all(_has("set_device"), _re(r"set_device\s*\("), _re(r"init_process_group\s*\(")),
+    "NCX131": _all(_has("use_local_synchronization"), _re(r"use_local_synchronization\s*=\s*True")),
+    "NCX132": _all(_has("ProcessGroupNCCL"), _re(r"ProcessGroupNCCL\s*\(")),
     "NCX133": _all(_has("lazy_init"), _re(r"\.lazy_init\s*=[^=]"), _has("ProcessGroupNCCL")),
 }
 
@@ -132,9 +150,9 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
     except (RecursionError, MemoryError):
         return FileResult(path=path, error="cannot parse: too deeply nested")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analyzer = Analyzer(path, module, options, active)
+    analyzer = Analyzer(path, wrapper, source, options, active)
     try:
-        wrapper.visit(analyzer)
+        module.visit(analyzer)
     except RecursionError:
         return FileResult(path=path, error="cannot analyse: too deeply nested")
     table = suppressions(source)

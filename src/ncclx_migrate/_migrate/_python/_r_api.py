@@ -50,13 +50,15 @@ def _all_nccl_classes(dist: str) -> str:
 def _isinstance(a: Analyzer, node: cst.Call) -> None:
     if not isinstance(node.func, cst.Name) or node.func.value not in ("isinstance", "issubclass"):
         return
-    if len(node.args) != 2 or a.qnames(node.func) - {f"builtins.{node.func.value}", node.func.value}:
+    if len(node.args) != 2:
         return
     cls = node.args[1].value
     msg = ("isinstance against ProcessGroupNCCL is False under nccl2 (the torch 2.15 default) and "
            "nccl-lazy: ProcessGroupNCCL2 is a sibling class, not a subclass")
     if not (_is_nccl_class(a, cls) or (isinstance(cls, cst.Tuple) and any(_is_nccl_class(a, e.value) for e in cls.elements))):
         return
+    if a.qnames(node.func) - {f"builtins.{node.func.value}", node.func.value}:
+        return  # a local isinstance
     legacy_use = _legacy_context(a)
     if legacy_use:
         a.report(node, "NCX110", msg + f". Not rewritten: the code around it relies on the legacy class "
@@ -99,7 +101,7 @@ def _legacy_context(a: Analyzer) -> str | None:
         if isinstance(anc, cst.Assert):
             return "an assert on the type"
         if isinstance(anc, cst.If):
-            body = a.code(anc.body)
+            body = a.source_of(anc.body)
             if re.search(r"^\s*raise\b", body, re.M):
                 return "a type check that raises"
             break
@@ -110,7 +112,7 @@ def _legacy_context(a: Analyzer) -> str | None:
         if isinstance(anc, cst.FunctionDef):
             scope = anc
             break
-    m = _LEGACY_USE.search(a.code(scope))
+    m = _LEGACY_USE.search(a.source_of(scope))
     return f"{m.group(0).strip('.(').strip()}" if m else None
 
 
@@ -396,7 +398,7 @@ def _lazy_init(a: Analyzer, node: cst.Assign) -> None:
     t = node.targets[0].target
     if not (isinstance(t, cst.Attribute) and t.attr.value == "lazy_init"):
         return
-    if "ProcessGroupNCCL" not in a.module.code:
+    if "ProcessGroupNCCL" not in a.source:
         return
     for anc in a.stack:
         if isinstance(anc, cst.If) and "hasattr" in a.code(anc.test) and "lazy_init" in a.code(anc.test):

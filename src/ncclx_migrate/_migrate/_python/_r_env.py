@@ -217,7 +217,7 @@ def _finish(a: Analyzer) -> None:
     sites = _sites(a)
     # A replacement name anywhere in the file (set, or read back) means the pair is handled
     # here already; textual on purpose, so a second --write never adds it twice.
-    set_names = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.module.code}
+    set_names = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.source}
     reads_toggle = _reads(a, TOGGLE_VAR)
     for site in sites:
         row = lookup(site.name)
@@ -232,7 +232,7 @@ def _reads(a: Analyzer, name: str) -> bool:
     """Does the file read ``name`` back (anything but a set)?  Textual, conservative."""
     pat = re.compile(r"(?:getenv\(|environ\.get\(|environ\.pop\(|environ\[)\s*['\"]" + re.escape(name)
                      + r"['\"]\s*(\]\s*(=(?!=))?)?")
-    return any(m.group(2) is None for m in pat.finditer(a.module.code))
+    return any(m.group(2) is None for m in pat.finditer(a.source))
 
 
 def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
