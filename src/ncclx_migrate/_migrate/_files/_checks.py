@@ -24,6 +24,7 @@ __all__ = [
     "EnvAssign",
     "backend_value_spans",
     "is_backend_key",
+    "is_device_list",
 ]
 
 LEGACY = "nccl-legacy"
@@ -38,6 +39,11 @@ def is_backend_key(key: str) -> bool:
     """A key, flag or variable name that names a backend (``--dist-backend``, ``DIST_BACKEND``,
     ``trainer.backend``)."""
     return bool(BACKEND_WORD.search(key))
+
+
+def is_device_list(value: str) -> bool:
+    """``cpu:gloo,cuda:nccl-legacy``: torch's own device:backend syntax, unambiguous."""
+    return ":" in value and bool(_DEVICE_LIST.match(value))
 
 
 def backend_value_spans(value: str) -> list[int]:
@@ -185,8 +191,9 @@ def _env_hits(a: EnvAssign, assigned: set[str], options: Options) -> list[_Hit]:
             base = a.value_start + a.raw_value.find(a.value) if a.value in a.raw_value else -1
             for s in spans:
                 if base >= 0:
+                    fixable = is_backend_key(a.name) or is_device_list(a.value)
                     hits.append(_backend_hit(BackendUse(
-                        base + s, is_backend_key(a.name), a.name, a.also_lines, a.in_cell)))
+                        base + s, fixable, a.name or "a value", a.also_lines, a.in_cell)))
     if a.name == TOGGLE_VAR:
         hit = _toggle_hit(a, options)
         if hit is not None:

@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ._checks import LEGACY, BackendUse, Collector, EnvAssign, backend_value_spans
+from ._checks import LEGACY, BackendUse, Collector, EnvAssign, backend_value_spans, is_device_list
 from ._text import Edit, LineIndex, newline_of, remove_word
 
 __all__ = ["Ctx", "Word", "analyze_words", "balanced", "lex", "scan_shell", "scan_shell_range"]
@@ -494,7 +494,7 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
             if _backend_in_word(ctx, w, 0, prev.value, True):
                 continue
         if ctx.stray and words[i].value not in _PRINTERS:
-            _backend_in_word(ctx, w, 0, "an argument", False)
+            _backend_in_word(ctx, w, 0, "an argument", is_device_list(v))
 
 
 def _scan_script_word(ctx: Ctx, w: Word) -> None:
