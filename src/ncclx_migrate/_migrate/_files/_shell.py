@@ -350,13 +350,18 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
             return [_remove_word(ctx, flag_word.start, w.end)]
         if mode == "--env=":
             return [_remove_word(ctx, w.start, w.end)]
-        head = [x for x in words if not _ASSIGN.match(x.raw)]
-        assigns = [x for x in words if _ASSIGN.match(x.raw)]
-        if len(assigns) == 1 and (not head or (mode == "statement" and head[0].value in _DECLARE
-                                               and len(head) == 1)):
-            return _drop_statement(ctx, words)
+        body = list(words)
+        while body and body[0].value in _RESERVED:  # `then export X=0`
+            body.pop(0)
+        head = [x for x in body if not _ASSIGN.match(x.raw)]
+        assigns = [x for x in body if _ASSIGN.match(x.raw)]
+        declare_only = bool(head) and head[0].value in _DECLARE and all(
+            (h.value or "").startswith("-") for h in head[1:])
+        if len(assigns) == 1 and (not head or (mode == "statement" and declare_only)):
+            # Nothing useful would be left: `export` alone prints every variable.
+            return _drop_statement(ctx, body)
         if mode == "statement" and head and head[0].value in _DECLARE and len(assigns) == 1:
-            return None  # `export -n X=0`-style shapes: leave to the user
+            return None
         return [_remove_word(ctx, w.start, w.end)]
 
     ctx.sink.env(EnvAssign(
