@@ -29,7 +29,11 @@ from ._text import Edit, LineIndex, apply_edits
 
 __all__ = ["scan_notebook"]
 
-_MAGIC = re.compile(r"^([ \t]*)(?:[!%]|[A-Za-z_][\w.]*[ \t]*=[ \t]*[!%]|[\w.]+\?{1,2}[ \t]*$)")
+# IPython-only lines. `% b` / `!= 3` continuation lines of a Python expression are not.
+_MAGIC = re.compile(
+    r"^([ \t]*)(?:!(?!=)|%(?=[A-Za-z])|[A-Za-z_][\w.]*[ \t]*=[ \t]*(?:!(?!=)|%(?=[A-Za-z]))"
+    r"|[\w.]+\?{1,2}[ \t]*$)"
+)
 _SHELL_ASSIGN = re.compile(r"^[ \t]*(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?!")
 _ENV_MAGIC = re.compile(r"^([ \t]*%(?:set_)?env[ \t]+)([A-Za-z_][A-Za-z0-9_]*)([ \t]*=[ \t]*|[ \t]+)(\S.*?)[ \t]*$")
 _PLACEHOLDER = re.compile(r"^[ \t]*pass  # ncclx-magic-(\d+)[ \t]*$")
