@@ -50,6 +50,18 @@ def test_skipped_collective_json(scenario) -> None:
     assert report["missing_dumps"] == []
 
 
+def test_json_dumps_give_the_same_verdict(scenario) -> None:
+    run = scenario("skip", world=3, culprit=1, mode="manual-json")
+    assert (run.folder / f"{PREFIX}0").read_bytes().startswith(b"{")
+    code, out, _ = _analyze(run.folder, "--json")
+    assert code == 1
+    report = json.loads(out)
+    assert {d["format"] for d in report["dumps"]} == {"json"}
+    g = _group(report)
+    assert g["first_incomplete"]["missing_ranks"] == [1]
+    assert g["first_incomplete"]["entered_ranks"] == [0, 2]
+
+
 def test_type_mismatch_names_the_culprit(scenario) -> None:
     run = scenario("type", world=3, culprit=1)
     code, out, _ = _analyze(run.folder)

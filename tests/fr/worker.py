@@ -6,7 +6,7 @@ SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
 before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
 subgroup of ranks 1..world-1, CULPRIT skips it).
 DUMPMODE: none (torch alone) | manual (each rank calls torch's dump API itself,
-as in flight-recorder-and-reconfigure.md E2b) | watchdog (ncclx_migrate.enable_hang_dump)
+as in flight-recorder-and-reconfigure.md E2b; manual-json: the JSON dump) | watchdog (ncclx_migrate.enable_hang_dump)
 | env (only `import ncclx_migrate`, with NCCLX_HANG_DUMP set by the caller).
 Env: GLOO_TIMEOUT (s, default 4), SKIP_SLEEP (s the culprit stays out, default GLOO_TIMEOUT+2), HANG_DUMP (s, default 1.5), HANG_DUMP_STACKS (0/1:
 watchdog dumps with stack traces; torch's first one imports torch._inductor, seconds
@@ -21,12 +21,15 @@ import time
 from datetime import timedelta
 
 
-def _manual_dump(rank: int) -> None:
+def _manual_dump(rank: int, fmt: str) -> None:
     import torch._C._distributed_c10d as c10d
 
     prefix = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
     with open(f"{prefix}{rank}", "wb") as f:  # 2.13 has no _dump_fr_trace_file
-        f.write(c10d._dump_fr_trace(True, True, False))
+        if fmt == "json":
+            f.write(c10d._dump_fr_trace_json(True, False))
+        else:
+            f.write(c10d._dump_fr_trace(True, True, False))
 
 
 def _collective_3(rank: int, world: int, scenario: str, is_culprit: bool, sub: object, wait: float) -> None:
@@ -89,9 +92,9 @@ def main() -> None:
             _collective_3(rank, world, scenario, is_culprit, sub, stay_out)
         except RuntimeError as exc:
             print(f"[rank {rank}] collective #3 raised: {str(exc).splitlines()[0][:120]}", flush=True)
-    if mode == "manual":
+    if mode in ("manual", "manual-json"):
         time.sleep(0.5)  # gloo retires an op on its own thread just after wait() returns
-        _manual_dump(rank)
+        _manual_dump(rank, "json" if mode == "manual-json" else "pickle")
     sys.stdout.flush()
     os._exit(0)  # skip gloo's teardown after a failed collective
 

@@ -195,6 +195,8 @@ class HangDump:
     def _tick(self, dist: Any) -> None:
         from . import _dump
 
+        if self._polls == 0:
+            self._warn_if_recording_off()
         if self._polls % 20 == 0 or not self._recorders:
             self._recorders = _dump.recorders_in_use()
         self._polls += 1
@@ -240,6 +242,18 @@ class HangDump:
             and not (e.get("retired") or e.get("state") == "completed")
         ]
         return min(open_seqs) if open_seqs else None
+
+    @staticmethod
+    def _warn_if_recording_off() -> None:
+        from .._envvars import FR_BUFFER_NAMES
+
+        for name in FR_BUFFER_NAMES:  # c10d: the first one set wins
+            value = os.environ.get(name)
+            if value:
+                if value.strip().lstrip("-").isdigit() and int(value) <= 0:
+                    _log(f"{name}={value} turns the flight recorder off: the watchdog sees no "
+                         "collectives and will never fire; unset it or make it > 0")
+                return
 
     def _fire_local(self, dist: Any, rec: str, pg: str, seq: int, waited: float) -> None:
         label = self._group_label(pg)
