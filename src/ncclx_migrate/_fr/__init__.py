@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# Not typing.TYPE_CHECKING: importing typing costs 10+ ms of `import ncclx_migrate`
+# (benchmarks/bench_import.py); mypy and ruff honour a module-level TYPE_CHECKING too.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._watchdog import HangDump
 
