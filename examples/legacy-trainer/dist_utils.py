@@ -21,8 +21,10 @@ DEFAULT_TIMEOUT = datetime.timedelta(minutes=20)
 def init_distributed(backend: str = "nccl") -> int:
     """Bind this process to its GPU and join the default process group. Returns the local rank."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if backend != "gloo":
-        torch.cuda.set_device(local_rank)
+    if backend == "gloo":  # CPU smoke runs
+        dist.init_process_group(backend="gloo", timeout=DEFAULT_TIMEOUT)
+        return local_rank
+    torch.cuda.set_device(local_rank)
     dist.init_process_group(backend=backend, timeout=DEFAULT_TIMEOUT)
     return local_rank
 
