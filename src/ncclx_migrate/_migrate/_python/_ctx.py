@@ -9,24 +9,16 @@ only the edits of findings that survive selection, suppression and the fix polic
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
 import libcst as cst
-from libcst.metadata import (
-    CodeRange,
-    MetadataWrapper,
-    PositionProvider,
-    QualifiedNameProvider,
-    Scope,
-    ScopeProvider,
-)
-from libcst.metadata.base_provider import LazyValue  # type: ignore[attr-defined]
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .._model import Finding, FixKind, Options
 from ._names import dist_member
+from ._scope import Scope, Scopes
 
 __all__ = ["HANDLERS", "Analyzer", "Edit", "Pending", "Rule", "on"]
 
@@ -59,23 +51,6 @@ class Pending:
     imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, name)
 
 
-# The last name component of every torch name a rule resolves.  Resolving names needs
-# libcst's scope analysis, the costliest step by far; it runs (once per file) only when a
-# node ending in one of these names, or in an import alias of one, is met.
-RESOLVED_NAMES = frozenset({
-    "init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
-    "is_backend_available", "Backend", "NCCL", "ProcessGroupNCCL", "ProcessGroupNCCL2",
-    "ProcessGroupNCCLLazy", "get_backend", "BAND", "BOR", "BXOR", "_dump_nccl_trace",
-    "_dump_nccl_trace_json", "_dump_nccl_trace_pickle", "_dump_fr_trace", "_dump_fr_trace_json",
-    "_reset_fr_trace", "set_device", "environ", "isinstance", "issubclass", "torch",
-})
-_ALIAS = re.compile(r"\b(\w+)\s+as\s+(\w+)")
-
-
-def _value(v: Any) -> Any:
-    return v() if isinstance(v, LazyValue) else v
-
-
 class Analyzer(cst.CSTVisitor):
     """One walk over a parsed module.  Metadata (positions, scopes, qualified names) is
     computed lazily, on first use, from the wrapper: most files never need scopes."""
@@ -87,9 +62,8 @@ class Analyzer(cst.CSTVisitor):
         self.source = source
         self.module = wrapper.module
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
-        self._qnames: Mapping[cst.CSTNode, Any] | None = None
-        self._scopes: Mapping[cst.CSTNode, Any] | None = None
-        self._aliases: set[str] | None = None
+        self.scopes = Scopes(self.module)
+        self.order = 0  # visit counter: "comes before" without computing positions
         self.options = options
         self.pending: list[Pending] = []
         self.stack: list[cst.CSTNode] = []
@@ -104,13 +78,19 @@ class Analyzer(cst.CSTVisitor):
     # --- the walk ---
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.stack.append(node)
+        self.order += 1
+        binder = _BINDERS.get(type(node))
+        if binder is not None:
+            binder(self.scopes, node)
         for fn in self._handlers.get(type(node), ()):
             fn(self, node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if isinstance(original_node, cst.Module):
-            self.finish()  # metadata is only available while the walk is on
+            self.finish()
+        elif isinstance(original_node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            self.scopes.pop()
         self.stack.pop()
 
     def finish(self) -> None:
@@ -123,40 +103,20 @@ class Analyzer(cst.CSTVisitor):
             self._positions = self.wrapper.resolve(PositionProvider)
         return self._positions[node]
 
-    def _may_resolve(self, node: cst.CSTNode) -> bool:
-        last = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else None
-        if last is None:
-            return False
-        if last in RESOLVED_NAMES:
-            return True
-        if self._aliases is None:
-            self._aliases = {
-                m.group(2) for line in self.source.splitlines() if "import" in line and " as " in line
-                for m in _ALIAS.finditer(line) if m.group(1) in RESOLVED_NAMES or m.group(1) in ("distributed", "cuda", "os")
-            }
-        return last in self._aliases
-
-    def qnames(self, node: cst.CSTNode) -> set[str]:
-        """Qualified names of a Name/Attribute through the file's imports (only for names a
-        rule can ask about; anything else resolves to nothing)."""
-        if not self._may_resolve(node):
-            return set()
-        if self._qnames is None:
-            self._qnames = self.wrapper.resolve(QualifiedNameProvider)
-        found = _value(self._qnames.get(node, ()))
-        return {q.name for q in found}
-
-    def dist(self, node: cst.CSTNode) -> str | None:
-        """The torch.distributed member ``node`` names, through the file's imports."""
+    def qnames(self, node: cst.CSTNode, scope: Scope | None = None) -> set[str]:
+        """Qualified name of a Name/Attribute through the file's imports (empty if local)."""
         if not isinstance(node, (cst.Name, cst.Attribute)):
-            return None
-        return dist_member(self.qnames(node))
+            return set()
+        q = self.scopes.qualify(node, scope)
+        return {q} if q else set()
 
-    def scope(self, node: cst.CSTNode) -> Scope | None:
-        if self._scopes is None:
-            self._scopes = self.wrapper.resolve(ScopeProvider)
-        found = _value(self._scopes.get(node))
-        return found if isinstance(found, Scope) else None
+    def dist(self, node: cst.CSTNode, scope: Scope | None = None) -> str | None:
+        """The torch.distributed member ``node`` names, through the file's imports."""
+        return dist_member(self.qnames(node, scope))
+
+    def scope(self) -> Scope:
+        """The scope the walk is in (capture it for resolution after the walk)."""
+        return self.scopes.chain()
 
     def source_of(self, node: cst.CSTNode) -> str:
         """The original text of a (large) node, sliced from the source: no code generation."""
@@ -223,3 +183,86 @@ class Analyzer(cst.CSTVisitor):
         p = Pending(finding, (rng.start.line, rng.end.line), list(edits), list(imports))
         self.pending.append(p)
         return p
+
+
+# --- scope building, run before the rule handlers of each node ---
+def _bind_function(scopes: Scopes, node: cst.FunctionDef) -> None:
+    scopes.bind_shadow(node.name.value)
+    scopes.push(node)
+    _bind_params(scopes, node.params)
+
+
+def _bind_params(scopes: Scopes, params: cst.Parameters) -> None:
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        scopes.bind_shadow(p.name.value)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            scopes.bind_shadow(star.name.value)
+
+
+def _bind_lambda(scopes: Scopes, node: cst.Lambda) -> None:
+    scopes.push(node)
+    _bind_params(scopes, node.params)
+
+
+def _bind_class(scopes: Scopes, node: cst.ClassDef) -> None:
+    scopes.bind_shadow(node.name.value)
+    scopes.push(node)
+
+
+def _bind_assign(scopes: Scopes, node: cst.Assign) -> None:
+    for t in node.targets:
+        if isinstance(t.target, cst.Name):
+            scopes.bind_assign(t.target.value, node.value)
+        else:
+            scopes.bind_targets(t.target)
+
+
+def _bind_annassign(scopes: Scopes, node: cst.AnnAssign) -> None:
+    if isinstance(node.target, cst.Name) and node.value is not None:
+        scopes.bind_assign(node.target.value, node.value)
+
+
+def _bind_augassign(scopes: Scopes, node: cst.AugAssign) -> None:
+    if isinstance(node.target, cst.Name):
+        scopes.bind_other(node.target.value)
+
+
+def _bind_for(scopes: Scopes, node: cst.For) -> None:
+    scopes.bind_targets(node.target)
+
+
+def _bind_with_item(scopes: Scopes, node: cst.WithItem) -> None:
+    if node.asname is not None:
+        scopes.bind_targets(node.asname.name)
+
+
+def _bind_except(scopes: Scopes, node: cst.ExceptHandler) -> None:
+    if node.name is not None and isinstance(node.name.name, cst.Name):
+        scopes.bind_other(node.name.name.value)
+
+
+def _bind_walrus(scopes: Scopes, node: cst.NamedExpr) -> None:
+    if isinstance(node.target, cst.Name):
+        scopes.bind_other(node.target.value)
+
+
+def _bind_global(scopes: Scopes, node: cst.Global) -> None:
+    scopes.current.globals.update(n.name.value for n in node.names)
+
+
+_BINDERS: dict[type[cst.CSTNode], Callable[[Scopes, Any], None]] = {
+    cst.Import: lambda s, n: s.bind_import(n),
+    cst.ImportFrom: lambda s, n: s.bind_import(n),
+    cst.FunctionDef: _bind_function,
+    cst.Lambda: _bind_lambda,
+    cst.ClassDef: _bind_class,
+    cst.Assign: _bind_assign,
+    cst.AnnAssign: _bind_annassign,
+    cst.AugAssign: _bind_augassign,
+    cst.For: _bind_for,
+    cst.WithItem: _bind_with_item,
+    cst.ExceptHandler: _bind_except,
+    cst.NamedExpr: _bind_walrus,
+    cst.Global: _bind_global,
+}

@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import Assignment
 
 from ._ctx import Analyzer, on
+from ._scope import Scope
 
 __all__ = ["Flow", "flow", "resolve"]
 
 
 @dataclass
 class Flow:
-    assigned: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(Name target) -> value
     fields: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # dataclass fields
     argparse: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # dest -> defaults
 
@@ -30,14 +29,6 @@ def flow(a: Analyzer) -> Flow:
         f = a.facts["flow"] = Flow()
     assert isinstance(f, Flow)
     return f
-
-
-@on(cst.Assign)
-def _assign(a: Analyzer, node: cst.Assign) -> None:
-    f = flow(a)
-    for t in node.targets:
-        if isinstance(t.target, cst.Name):
-            f.assigned[id(t.target)] = node.value
 
 
 def _is_dataclass(cls: cst.ClassDef) -> bool:
@@ -54,7 +45,6 @@ def _annassign(a: Analyzer, node: cst.AnnAssign) -> None:
     if node.value is None or not isinstance(node.target, cst.Name):
         return
     f = flow(a)
-    f.assigned[id(node.target)] = node.value
     # A dataclass field: AnnAssign -> SimpleStatementLine -> IndentedBlock -> ClassDef
     cls = a.parent(3)
     if isinstance(cls, cst.ClassDef) and _is_dataclass(cls):
@@ -88,19 +78,15 @@ def _add_argument(a: Analyzer, node: cst.Call) -> None:
     flow(a).argparse.setdefault(dest, []).append(default)
 
 
-def resolve(a: Analyzer, expr: cst.BaseExpression) -> cst.SimpleString | None:
-    """The one string literal ``expr`` provably evaluates to, else None.  Call after the walk."""
+def resolve(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None = None) -> cst.SimpleString | None:
+    """The one string literal ``expr`` provably evaluates to, else None.
+
+    Exact after the walk (every binding known); ``scope`` is where ``expr`` was met."""
     if isinstance(expr, cst.SimpleString):
         return expr
     f = flow(a)
     if isinstance(expr, cst.Name):
-        scope = a.scope(expr)
-        if scope is None:
-            return None
-        assignments = list(scope[expr.value])
-        if len(assignments) != 1 or not isinstance(assignments[0], Assignment):
-            return None
-        value = f.assigned.get(id(assignments[0].node))
+        value = a.scopes.single_value(expr.value, scope or a.scope())
         return value if isinstance(value, cst.SimpleString) else None
     if isinstance(expr, cst.Attribute):
         cands = [*f.fields.get(expr.attr.value, []), *f.argparse.get(expr.attr.value, [])]

@@ -57,7 +57,7 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
            "nccl-lazy: ProcessGroupNCCL2 is a sibling class, not a subclass")
     if not (_is_nccl_class(a, cls) or (isinstance(cls, cst.Tuple) and any(_is_nccl_class(a, e.value) for e in cls.elements))):
         return
-    if a.qnames(node.func) - {f"builtins.{node.func.value}", node.func.value}:
+    if a.qnames(node.func) != {f"builtins.{node.func.value}"}:
         return  # a local isinstance
     legacy_use = _legacy_context(a)
     if legacy_use:
@@ -221,18 +221,8 @@ def _is_backend_obj(a: Analyzer, expr: cst.BaseExpression) -> bool:
 
 
 def _backend_source(a: Analyzer, name: cst.Name) -> cst.Call | None:
-    """The ``X._get_backend(...)`` call that is the only value ever assigned to ``name``."""
-    from libcst.metadata import Assignment
-
-    from ._flow import flow
-
-    scope = a.scope(name)
-    if scope is None:
-        return None
-    assignments = list(scope[name.value])
-    if len(assignments) != 1 or not isinstance(assignments[0], Assignment):
-        return None
-    value = flow(a).assigned.get(id(assignments[0].node))
+    """The ``X._get_backend(...)`` call that is the only value assigned to ``name`` so far."""
+    value = a.scopes.single_value(name.value, a.scope())
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "_get_backend":
         return value
     return None

@@ -16,6 +16,7 @@ from ._ctx import Analyzer, Edit, on
 from ._edits import append_kwarg, string_like
 from ._flow import resolve
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
+from ._scope import Scope
 
 __all__: list[str] = []
 
@@ -27,6 +28,7 @@ class _BackendUse:
     call: cst.Call
     member: str
     expr: cst.BaseExpression | None  # None: argument omitted
+    scope: Scope
 
 
 @dataclass
@@ -34,7 +36,7 @@ class _Init:
     call: cst.Call
     use: _BackendUse
     scope: cst.CSTNode | None
-    line: int
+    order: int
     suites: tuple[int, ...]
 
 
@@ -42,7 +44,7 @@ class _Init:
 class _SetDevice:
     call: cst.Call
     scope: cst.CSTNode | None
-    line: int
+    order: int
     suites: tuple[int, ...]
     torch_name: str | None  # how the file spells the torch module at this call
 
@@ -79,11 +81,11 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                     head = head.value
                 torch_name = head.value if isinstance(head, cst.Name) and a.qnames(head) == {"torch"} else None
                 _facts(a)["set_device"].append(
-                    _SetDevice(node, a.enclosing_function(), a.pos(node).start.line, a.suites(), torch_name)
+                    _SetDevice(node, a.enclosing_function(), a.order, a.suites(), torch_name)
                 )
         elif isinstance(node.func, cst.Name) and "torch.cuda.set_device" in a.qnames(node.func):
             _facts(a)["set_device"].append(
-                _SetDevice(node, a.enclosing_function(), a.pos(node).start.line, a.suites(), None)
+                _SetDevice(node, a.enclosing_function(), a.order, a.suites(), None)
             )
         return
     if m in ("ProcessGroupNCCL", "ProcessGroupNCCL2") and m == "ProcessGroupNCCL":
@@ -94,15 +96,15 @@ def _call(a: Analyzer, node: cst.Call) -> None:
         return
     if m not in BACKEND_ARG_POS:
         return
-    use = _BackendUse(node, m, _backend_arg(node, m))
+    use = _BackendUse(node, m, _backend_arg(node, m), a.scope())
     _facts(a)["uses"].append(use)
     if m == "init_process_group":
-        _facts(a)["inits"].append(_Init(node, use, a.enclosing_function(), a.pos(node).start.line, a.suites()))
+        _facts(a)["inits"].append(_Init(node, use, a.enclosing_function(), a.order, a.suites()))
     if m == "new_group":
         for arg in node.args:
             if (arg.keyword is not None and arg.keyword.value == "use_local_synchronization"
                     and isinstance(arg.value, cst.Name) and arg.value.value == "True"):
-                lit = resolve(a, use.expr) if use.expr is not None else None
+                lit = resolve(a, use.expr, use.scope) if use.expr is not None else None
                 spec = lit.evaluated_value if lit is not None else None
                 if isinstance(spec, str) and not any(n.startswith("nccl") for _, n in backend_parts(spec) or []):
                     return
@@ -144,7 +146,7 @@ def _finish(a: Analyzer) -> None:
     for use in f["uses"]:
         assert isinstance(use, _BackendUse)
         if use.expr is not None and use.member != "Backend":
-            lit = resolve(a, use.expr)
+            lit = resolve(a, use.expr, use.scope)
             if lit is not None:
                 provable[id(lit)] = lit
     for item in f["strings"]:
@@ -193,7 +195,7 @@ def _is_nccl_backend(a: Analyzer, use: _BackendUse) -> bool | None:
     """True: builds nccl/nccl2/nccl-lazy for CUDA; False: provably not; None: unknown."""
     if use.expr is None:
         return True  # torch picks "cpu:gloo,cuda:nccl" and this code drives a GPU
-    lit = resolve(a, use.expr)
+    lit = resolve(a, use.expr, use.scope)
     if lit is None:
         return None
     v = lit.evaluated_value
@@ -217,7 +219,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         if nccl is False:
             continue
         same = [s for s in f["set_device"] if isinstance(s, _SetDevice) and s.scope is init.scope]
-        before = [s for s in same if s.line < init.line]
+        before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
                 "cuda:(LOCAL_RANK % device_count) and ignores torch.cuda.set_device")
@@ -227,18 +229,18 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
             imports: list[tuple[str, str | None]] = [] if sd.torch_name else [("torch", None)]
             a.report(call, "NCX130",
-                     f"{base}; pass device_id= the device chosen by set_device on line {sd.line}. "
+                     f"{base}; pass device_id= the device chosen by set_device on line {a.pos(sd.call).start.line}. "
                      "(On legacy this also makes init eager.)",
                      FixKind.UNSAFE, append_kwarg(call, "device_id", value), imports)
         elif dominating:
             a.report(call, "NCX130", f"{base}; if this backend is NCCL, pass device_id= the device "
-                     f"chosen by set_device on line {dominating[-1].line}.")
+                     f"chosen by set_device on line {a.pos(dominating[-1].call).start.line}.")
         elif before:
-            a.report(call, "NCX130", f"{base}; set_device on line {before[-1].line} does not always run "
+            a.report(call, "NCX130", f"{base}; set_device on line {a.pos(before[-1].call).start.line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
         elif same:
             a.report(call, "NCX130", f"{base}; set_device is called only after init (line "
-                     f"{same[0].line}), so pass device_id= the intended device to init_process_group.")
+                     f"{a.pos(same[0].call).start.line}), so pass device_id= the intended device to init_process_group.")
         else:
             a.report(call, "NCX130", f"{base}; this file picks its GPU with torch.cuda.set_device "
                      "elsewhere, so pass device_id= the intended device to init_process_group.")

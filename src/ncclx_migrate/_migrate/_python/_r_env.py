@@ -43,7 +43,7 @@ class _Site:
     add: list[tuple[cst.CSTNode, Edit]] | None = None  # builder result filled lazily
     add_builder: object = None
     scope: cst.CSTNode | None = None
-    line: int = 0
+    order: int = 0
     suites: tuple[int, ...] = ()
 
 
@@ -73,7 +73,7 @@ def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString |
         return None
     site = _Site(node, name, key, value, _str(value))
     site.scope = a.enclosing_function()
-    site.line = a.pos(node).start.line
+    site.order = a.order
     site.suites = a.suites()
     _sites(a).append(site)
     return site
@@ -199,7 +199,7 @@ def _start(a: Analyzer, node: cst.Module) -> None:
     a.finishers.append(lambda: _finish(a))
 
 
-def _pg_creations(a: Analyzer) -> list[tuple[cst.CSTNode | None, int, str]]:
+def _pg_creations(a: Analyzer) -> list[tuple[cst.CSTNode | None, int, str, cst.CSTNode]]:
     c = a.facts.setdefault("pg_creations", [])
     assert isinstance(c, list)
     return c
@@ -209,7 +209,7 @@ def _pg_creations(a: Analyzer) -> list[tuple[cst.CSTNode | None, int, str]]:
 def _pg_creation(a: Analyzer, node: cst.Call) -> None:
     m = a.dist(node.func)
     if m in ("init_process_group", "new_group", "is_backend_available", "new_subgroups"):
-        _pg_creations(a).append((a.enclosing_function(), a.pos(node).start.line, m))
+        _pg_creations(a).append((a.enclosing_function(), a.order, m, node))
 
 
 # --- findings ---
@@ -239,13 +239,14 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
     v = site.text_value
     target = a.options.target_torch
     late = [
-        (line, what)
-        for scope, line, what in _pg_creations(a)
-        if scope is site.scope and line < site.line
+        (call, what)
+        for scope, order, what, call in _pg_creations(a)
+        if scope is site.scope and order < site.order
     ]
     tail = ""
     if late:
-        line, what = late[0]
+        call, what = late[0]
+        line = a.pos(call).start.line
         tail = (
             f" This set comes after {what}() on line {line}; torch reads the variable once, "
             'when "nccl" is first registered, so it has no effect here.'
