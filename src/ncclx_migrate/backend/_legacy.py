@@ -59,9 +59,10 @@ def _wrap(creator: Callable[..., Any], kind: str) -> Callable[..., Any]:
     return create
 
 
-def _create_legacy_nccl(opts: Any, backend_options: Any) -> Any:
+def _create_nccl_process_group(opts: Any, backend_options: Any) -> Any:
     """torch 2.13 builds "nccl" inline in _new_process_group_helper: the same steps, as a
-    creator (distributed_c10d.py:2179-2208, 2.13.0)."""
+    creator (distributed_c10d.py:2179-2208, 2.13.0).  Named like torch 2.14's creator for the
+    same job, which is how ``_torchinfo`` (the doctor) recognises what a name builds."""
     d = dist()
     if not d.is_nccl_available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")
@@ -111,7 +112,7 @@ def register_nccl_legacy() -> None:
         return
     legacy = getattr(mod, "_create_nccl_process_group", None)
     if legacy is None and getattr(mod, "_create_nccl2_process_group", None) is None:
-        legacy = _create_legacy_nccl  # 2.13
+        legacy = _create_nccl_process_group  # 2.13
     if legacy is not None:
         _register(mod, _wrap(legacy, "legacy"))
         return
