@@ -3,6 +3,8 @@ NCCLX_WARNINGS mode, seen by a real user script in a fresh interpreter."""
 
 from __future__ import annotations
 
+import pytest
+
 from ncclx_migrate._envvars import ENV_VARS, EnvKind
 from ncclx_migrate._envwarnings import PREFIXES
 
@@ -201,3 +203,53 @@ def test_filterwarnings_in_code_and_every_occurrence_under_error(user_script) ->
     # an error is not a "shown" warning: the once-per-process rule does not swallow the second
     assert res.stdout.strip() == "2"
     assert _legacy(res.stderr) == []
+
+
+# --- the toggle message in each world, read from torch's dist-info (no torch import) ----
+
+_EPS_214 = ["mpi", "gloo", "nccl", "nccl-legacy", "nccl2", "nccl-lazy", "ucc", "xccl"]
+WORLDS = {
+    "2.13": ("torch-2.13.0+cpu.dist-info", None),
+    "2.14": ("torch-2.14.1.dist-info", _EPS_214),
+    "2.15": ("torch-2.15.0+cu132.dist-info", [*_EPS_214, "nccl4py"]),
+    # the announced removal: same registry without the rollback name
+    "2.16": ("torch-2.16.0.dist-info", [n for n in _EPS_214 if n != "nccl-legacy"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("world", "value", "expected"),
+    [
+        ("2.13", "0", "TORCH_DIST_USE_NCCL2=0 does nothing on torch 2.13 (no nccl2) but rolls"),
+        ("2.14", "0", "TORCH_DIST_USE_NCCL2=0 changes nothing on torch 2.14 (legacy is its default)"),
+        ("2.15", "0", 'TORCH_DIST_USE_NCCL2=0 rolls "nccl" back to the legacy ProcessGroupNCCL'),
+        ("2.16", "0", "TORCH_DIST_USE_NCCL2=0 does nothing on torch 2.16: its legacy rollback is gone"),
+        ("2.14", "true", 'on torch 2.14 "nccl" builds the legacy ProcessGroupNCCL.'),
+        ("2.15", "false", 'on torch 2.15 "nccl" builds nccl2.'),
+        ("2.13", "1", "TORCH_DIST_USE_NCCL2=1 does nothing on torch 2.13: it has no nccl2"),
+        ("2.15", "1", None),
+        ("2.16", "1", None),
+    ],
+)
+def test_toggle_message_in_each_world(user_script, world, value, expected) -> None:  # type: ignore[no-untyped-def]
+    script = user_script(IMPORTER)
+    # A torch dist-info next to the script comes first on sys.path: the import-time check
+    # reads it (version from the name, backends from entry_points.txt) as it would torch's.
+    name, eps = WORLDS[world]
+    dist_info = script.path.parent / name
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {world}.0\n")
+    if eps is not None:
+        lines = [f"{n} = torch.distributed.distributed_c10d:_register_{n}" for n in eps]
+        (dist_info / "entry_points.txt").write_text(
+            "[torch.distributed.backends]\n" + "\n".join(lines) + "\n"
+        )
+    res = script.run({"TORCH_DIST_USE_NCCL2": value})
+    assert res.returncode == 0, res.stderr
+    found = _legacy(res.stderr)
+    if expected is None:
+        assert found == []
+    else:
+        (w,) = found
+        assert w.code == "NCX101"
+        assert expected in w.text, w.text
