@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import os
 import re
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ._envvars import TOGGLE_VAR
-from ._torchfacts import Phase, backend_entry_points, phase_for_registry
+from ._torchfacts import Phase, phase_for_registry
 
 __all__ = [
     "IMPL_GLOO",
@@ -265,8 +267,8 @@ def query_library_version(path: str, timeout: float = 5.0) -> Version3:
     """
     if not os.path.exists(path):
         raise LibraryQueryError(f"{path}: no such file")
-    if not hasattr(os, "fork") or threading.active_count() > 1:
-        # Forking a threaded process (torch already imported) can deadlock in the child.
+    if not hasattr(os, "fork") or "torch" in sys.modules:
+        # Forking after torch started its threads can deadlock the child on their locks.
         try:
             return decode_nccl_version(_ask_version(path))
         except (OSError, AttributeError) as exc:
@@ -418,8 +420,14 @@ def _creator_from_registrar(registrar: Callable[[], None]) -> str | None:
     return captured[-1] if captured else None
 
 
+@functools.lru_cache(maxsize=1)
+def _backend_eps() -> tuple[metadata.EntryPoint, ...]:
+    """torch.distributed.backends entry points; scanning every distribution costs ~8 ms."""
+    return tuple(metadata.entry_points(group="torch.distributed.backends"))
+
+
 def _registrar(name: str) -> Callable[[], None] | None:
-    for ep in metadata.entry_points(group="torch.distributed.backends"):
+    for ep in _backend_eps():
         if ep.name.lower() == name:
             fn = ep.load()
             return fn if callable(fn) else None
@@ -520,7 +528,7 @@ def resolve_backend(backend: str, environ: Mapping[str, str] | None = None) -> l
     ctx = _Ctx(
         environ=os.environ if environ is None else environ,
         use_registered=environ is None,
-        names=set(backend_entry_points()),
+        names={ep.name for ep in _backend_eps()},
     )
     text = backend.strip().lower()
     if ":" in text:
@@ -535,7 +543,7 @@ def resolve_backend(backend: str, environ: Mapping[str, str] | None = None) -> l
 
 def registry_phase() -> Phase:
     """The phase read from the backend registry (entry points + the registrar's default)."""
-    names = set(backend_entry_points())
+    names = {ep.name for ep in _backend_eps()}
     default_is_nccl2: bool | None = None
     if "nccl" in names:
         with contextlib.suppress(Exception):

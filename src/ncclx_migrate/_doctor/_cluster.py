@@ -78,6 +78,7 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
     try:
         store = _store(addr, port, rank, world, options.timeout)
         store.set(f"report/{rank}", json.dumps(report.to_json()))
+        store.set(f"published/{rank}", repr(time.time()))  # for the gather-latency figure
     except Exception as exc:  # the store is the job's rendezvous: say so plainly
         if rank != 0:
             click.echo(f"ncclx doctor: rank {rank} could not publish its report to {addr}:{port}: "
@@ -92,6 +93,8 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
     if rank != 0:
         return None, 0
     sources: dict[int, Source] = {0: Source(report, "")}
+    poll_start = time.time()
+    seen: dict[int, float] = {0: poll_start}
     deadline = started + options.timeout
     bad: dict[int, str] = {}
     while len(sources) + len(bad) < world and time.monotonic() < deadline:
@@ -101,6 +104,7 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
             key = f"report/{r}"
             if not store.check([key]):
                 continue
+            seen[r] = time.time()
             try:
                 sources[r] = Source(Report.from_json(json.loads(store.get(key))), "")
             except ValueError as exc:
@@ -113,6 +117,15 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
                            timeout=options.timeout, host=report.host, rank=0)
     consistency = merged.checks[-1]
     consistency.details["gather_ms"] = gather_ms
+    latency = []
+    for r, when in seen.items():
+        try:
+            latency.append(when - max(float(store.get(f"published/{r}")), poll_start))
+        except Exception:
+            pass
+    # From a rank's publish (or rank 0 starting to wait, if later) to rank 0 holding its
+    # report: what the store and the polling cost, without the ranks' start-up skew.
+    consistency.details["max_latency_ms"] = round(max(latency, default=0.0) * 1000, 1)
     consistency.details["world_size"] = world
     if bad:
         consistency.status = Status.FAIL

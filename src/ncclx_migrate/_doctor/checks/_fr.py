@@ -21,10 +21,10 @@ from collections.abc import Mapping
 
 from ... import _torchinfo as ti
 from ..._envvars import FR_BUFFER_NAMES, FR_DUMP_FILE_NAMES, FR_DUMP_ON_TIMEOUT_NAMES
+from ..._fr._env import ENV_VAR as HANG_DUMP_VAR  # ncclx's own hang watchdog
 from .._facts import Facts
 from .._model import CheckResult, Status
 
-HANG_DUMP_VAR = "NCCLX_HANG_DUMP"  # ncclx's own hang watchdog (ncclx_migrate._fr)
 DYNAMIC_VAR = "TORCH_FR_DUMP_DYNAMIC_FILE_NAME"
 MIN_FREE_BYTES = 64 << 20
 MAX_SANE_BUFFER = 1_000_000
@@ -48,12 +48,16 @@ def first_set(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str]
 
 
 def _hang_dump(env: Mapping[str, str]) -> float | None:
-    raw = env.get(HANG_DUMP_VAR)
+    """NCCLX_HANG_DUMP's seconds, parsed as the watchdog parses them (None: off or invalid)."""
+    from ..._fr._watchdog import parse_seconds
+
+    raw = env.get(HANG_DUMP_VAR, "").strip()
+    if not raw or raw == "0":
+        return None
     try:
-        seconds = float(raw) if raw is not None else None
+        return parse_seconds(raw)
     except ValueError:
         return None
-    return seconds if seconds and seconds > 0 else None
 
 
 def default_prefix(env: Mapping[str, str]) -> str:
@@ -114,6 +118,10 @@ def flight_recorder(f: Facts) -> CheckResult:
     details["dump_on_timeout"] = on
     hang = _hang_dump(env)
     details["hang_dump"] = hang
+    raw_hang = env.get(HANG_DUMP_VAR, "").strip()
+    if raw_hang and raw_hang != "0" and hang is None:
+        found.append((Status.WARN, f"{HANG_DUMP_VAR}={raw_hang!r} is not a number of seconds > 0: the hang "
+                      "watchdog stays off", f"set {HANG_DUMP_VAR}=300 (seconds), or unset it"))
     how = {
         ti.IMPL_NCCL2: "nccl2 dumps through the FR hook's abort hook on a watchdog timeout",
         ti.IMPL_LEGACY: "legacy ProcessGroupNCCL dumps through its heartbeat monitor on a timeout",
@@ -122,8 +130,9 @@ def flight_recorder(f: Facts) -> CheckResult:
         ti.IMPL_GLOO: f"gloo ({why}) never dumps on a hang: no watchdog, no abort hook",
         ti.IMPL_LAZY: "nccl-lazy has no abort hook: no automatic dump on a hang",
     }
-    watchdog_fix = (f"export {HANG_DUMP_VAR}=SECONDS (ncclx's hang watchdog dumps the flight recorder "
-                    "of every rank when no collective completes for SECONDS)")
+    watchdog_fix = (f"export {HANG_DUMP_VAR}=SECONDS and import ncclx_migrate in the training script "
+                    "(or call ncclx_migrate.enable_hang_dump(SECONDS)): its hang watchdog dumps the flight "
+                    "recorder of every rank when a collective has not completed within SECONDS")
     if size <= 0:
         pass  # already reported: nothing would be dumped anyway
     elif impl in never:
