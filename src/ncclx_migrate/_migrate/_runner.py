@@ -167,13 +167,26 @@ def run(
             if progress:
                 progress(i, len(files))
         return report
-    chunk = max(1, min(32, len(files) // (jobs * 8) or 1))
+    # Largest files first, in small chunks, so that no worker is left with the big ones at
+    # the end; outcomes are put back in discovery order.
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+    chunk = max(1, min(8, len(files) // (jobs * 16) or 1))
+    outcomes: list[Outcome | None] = [None] * len(files)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for i, outcome in enumerate(pool.map(worker, files, chunksize=chunk), 1):
-            report.outcomes.append(outcome)
+        results = pool.map(worker, [files[i] for i in order], chunksize=chunk)
+        for done, (i, outcome) in enumerate(zip(order, results), 1):
+            outcomes[i] = outcome
             if progress:
-                progress(i, len(files))
+                progress(done, len(files))
+    report.outcomes = [o for o in outcomes if o is not None]
     return report
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _stderr_progress(done: int, total: int) -> None:

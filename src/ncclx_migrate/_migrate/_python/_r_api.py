@@ -257,6 +257,8 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
             a.report(node, "NCX111", msg, FixKind.SAFE,
                      replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports)
         return
+    if name == "_group_start" and a.options.use_shim and _coalescing(a, node, recv, msg):
+        return
     if (name == "_set_default_timeout" and isinstance(call, cst.Call) and call.func is node
             and len(call.args) == 1 and _is_backend_obj(a, recv) and a.options.target_torch >= (2, 14)):
         src = recv if isinstance(recv, cst.Call) else _backend_source(a, recv) if isinstance(recv, cst.Name) else None
@@ -273,6 +275,57 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
                  FixKind.UNSAFE, replace_with(call, new), imports)
         return
     a.report(node, "NCX111", msg)
+
+
+def _group_of(a: Analyzer, recv: cst.BaseExpression) -> str | None:
+    """``G`` for a receiver that is ``G._get_backend(...)`` (directly or through a name)."""
+    src = recv if isinstance(recv, cst.Call) else _backend_source(a, recv) if isinstance(recv, cst.Name) else None
+    if isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute) and src.func.attr.value == "_get_backend":
+        return a.code(src.func.value)
+    return None
+
+
+def _is_bare_call(line: cst.CSTNode, recv_code: str, attr: str, a: Analyzer) -> bool:
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Expr)):
+        return False
+    call = line.body[0].value
+    return (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == attr and a.code(call.func.value) == recv_code)
+
+
+def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg: str) -> bool:
+    """``b._group_start(); ...; b._group_end()`` in one block -> ``with coalescing(group=G): ...``."""
+    call, expr, line, block = a.parent(), a.parent(2), a.parent(3), a.parent(4)
+    if not (isinstance(call, cst.Call) and call.func is node and not call.args and isinstance(expr, cst.Expr)
+            and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+            and isinstance(block, (cst.IndentedBlock, cst.Module))):
+        return False
+    group = _group_of(a, recv)
+    if group is None:
+        return False
+    recv_code = a.code(recv)
+    body = list(block.body)
+    i = next(k for k, st in enumerate(body) if st is line)
+    j = next((k for k in range(i + 1, len(body)) if _is_bare_call(body[k], recv_code, "_group_end", a)), None)
+    if j is None or any(_is_bare_call(body[k], recv_code, "_group_start", a) for k in range(i + 1, j)):
+        return False
+    n = len(body)
+    head = cst.parse_statement(f"with coalescing(group={group}):\n    pass\n")
+    assert isinstance(head, cst.With)
+
+    def edit(u: cst.IndentedBlock | cst.Module) -> cst.IndentedBlock | cst.Module:
+        stmts = list(u.body)
+        if len(stmts) != n:  # another edit changed this block: leave it to the next pass
+            return u
+        inner = stmts[i + 1:j] or [cst.SimpleStatementLine([cst.Pass()])]
+        inner = [inner[0].with_changes(leading_lines=[]), *inner[1:]] if hasattr(inner[0], "leading_lines") else inner
+        with_stmt = head.with_changes(body=head.body.with_changes(body=inner), leading_lines=line.leading_lines)
+        return u.with_changes(body=[*stmts[:i], with_stmt, *stmts[j + 1:]])
+
+    a.report(node, "NCX111", msg + " Rewritten to ncclx_migrate.backend.coalescing (torch's _coalescing_manager: "
+             "the block waits for the batch on exit and takes one kind of collective).",
+             FixKind.UNSAFE, [(block, edit)], [("ncclx_migrate.backend", "coalescing")])
+    return True
 
 
 # --- NCX112 ---
