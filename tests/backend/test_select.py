@@ -193,3 +193,26 @@ def test_gpu_nccl_builds_process_group_nccl2_despite_rollback_toggle(user_script
     res = user_script(GPU).run({"TORCH_DIST_USE_NCCL2": "0"}, args=(str(free_port()),), timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["ProcessGroupNCCL2", "nccl", "True", "4.0", "ProcessGroupNCCL2", "nccl"]
+
+
+@pytest.mark.skipif(
+    not hasattr(c10d, "_register_builtin_nccl_as_legacy"),
+    reason=f"torch {torch.__version__} has no _register_builtin_nccl_as_legacy",
+)
+def test_a_registrar_that_ignores_the_toggle_still_gets_nccl2(user_script) -> None:  # type: ignore[no-untyped-def]
+    # torch 2.15 ships a registrar that forces "nccl" to legacy whatever the toggle says
+    # (_register_builtin_nccl_as_legacy, c10d.py:996-1004): stand it in for the "nccl" one.
+    script = user_script(
+        INSPECT.replace(
+            "from ncclx_migrate.backend import use_nccl2",
+            "c10d._register_builtin_nccl_backend = c10d._register_builtin_nccl_as_legacy\n"
+            "from ncclx_migrate.backend import use_nccl2",
+        )
+    )
+    res = script.run()
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert got["returned"] == ["nccl2", "nccl2"]
+    assert got["creator_is_torchs_nccl2"] is True
+    assert got["backend_type"] == "BackendType.NCCL"
+    assert got["nccl_self_recording"] is False  # the forced registrar had added it

@@ -12,6 +12,7 @@ registers torch's ``_create_nccl2_process_group`` with ``BackendType.NCCL`` and 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .._warnings import warn_legacy
 from ._legacy import install_legacy_shim
@@ -36,8 +37,11 @@ def nccl_creator() -> str | None:
     return registered_implementation("nccl")
 
 
-def _register_nccl_as_nccl2(mod: object) -> None:
-    registrar = getattr(mod, "_register_builtin_nccl_backend")  # noqa: B009
+def _register_nccl_as_nccl2(mod: Any) -> None:
+    registrar = getattr(mod, "_register_builtin_nccl_backend", None)
+    if registrar is None:
+        _register_directly(mod)
+        return
     saved = os.environ.get(_TOGGLE)
     # 2.14 opts in on the literal "1"; 2.15 rolls back only on "0".
     os.environ[_TOGGLE] = "1"
@@ -50,15 +54,16 @@ def _register_nccl_as_nccl2(mod: object) -> None:
             os.environ[_TOGGLE] = saved
 
 
-def _register_directly(mod: object) -> None:
-    """Fallback for a torch whose registrar ignores the toggle and does not pick nccl2."""
-    backend = mod.Backend  # type: ignore[attr-defined]
+def _register_directly(mod: Any) -> None:
+    """Fallback for a torch whose registrar is missing or ignores the toggle: what torch's
+    registrar does for nccl2 (distributed_c10d.py:961-983, 2.15.0)."""
+    backend = mod.Backend
     backend.register_backend(
         backend.NCCL,
-        mod._create_nccl2_process_group,  # type: ignore[attr-defined]
+        mod._create_nccl2_process_group,
         extended_api=True,
         devices=backend.backend_capability[backend.NCCL],
-        _backend_type=mod.ProcessGroup.BackendType.NCCL,  # type: ignore[attr-defined]
+        _backend_type=mod.ProcessGroup.BackendType.NCCL,
     )
     self_recording = getattr(mod, "_FR_SELF_RECORDING_BACKENDS", None)
     if self_recording is not None:
