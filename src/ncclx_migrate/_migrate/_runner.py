@@ -174,7 +174,7 @@ def run(
     outcomes: list[Outcome | None] = [None] * len(files)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         results = pool.map(worker, [files[i] for i in order], chunksize=chunk)
-        for done, (i, outcome) in enumerate(zip(order, results), 1):
+        for done, (i, outcome) in enumerate(zip(order, results, strict=True), 1):
             outcomes[i] = outcome
             if progress:
                 progress(done, len(files))
