@@ -168,3 +168,22 @@ def test_notebook_shell_lines_are_fixed_in_place() -> None:
     result = scan("nb.ipynb", text, Options(apply_safe=True, apply_unsafe=True))
     assert result is not None and result.new_text is not None
     assert '"!torchrun train.py --dist-backend nccl\\n"' in result.new_text
+
+
+def test_explicit_nccl2_follows_the_target() -> None:
+    text = "torchrun train.py --dist-backend nccl2\n"
+    on_215 = scan("run.sh", text, Options())
+    assert on_215 is not None and [(f.code, f.fix) for f in on_215.findings] == [("NCX204", FixKind.UNSAFE)]
+    on_214 = scan("run.sh", text, Options(target_torch=(2, 14)))
+    assert on_214 is not None and on_214.findings == []  # the 2.14 way to get nccl2
+    on_213 = scan("run.sh", text, Options(target_torch=(2, 13)))
+    assert on_213 is not None
+    (f,) = on_213.findings
+    assert f.code == "NCX204" and f.fix is FixKind.NONE and "Unknown backend type" in f.message
+
+
+def test_image_tags_and_names_are_not_backends() -> None:
+    text = "image: trainer:nccl-legacy\nname: nccl2\nrun: cuda-tests:nccl2\n"
+    result = scan("job.yaml", text, Options())
+    assert result is not None
+    assert result.findings == []

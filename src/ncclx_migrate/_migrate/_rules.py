@@ -104,6 +104,9 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX203", "deprecated-env-files",
          "deprecated or nccl2-ignored TORCH_NCCL_* / NCCL_* variable in a launch script or config",
          (_S, _U, _N), "2.13, 2.14, 2.15", _OTHER),
+    Rule("NCX204", "explicit-nccl2-backend-files",
+         '"nccl2" spelled out as a backend in a launch script or config where "nccl" builds the same thing (or where the target torch lacks it)',
+         (_U, _N), "2.13, 2.14, 2.15", _OTHER),
 )
 
 _BY_CODE = {r.code: r for r in RULES}

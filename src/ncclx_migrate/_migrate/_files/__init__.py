@@ -4,7 +4,8 @@ YAML (Kubernetes, compose, Helm values), ``.env`` files and Jupyter notebooks.
 The runner calls :func:`scan` for every file that is not ``.py``; it returns None for
 kinds handled elsewhere (or not at all).  Rules: NCX201 (``TORCH_DIST_USE_NCCL2``),
 NCX202 (``nccl-legacy`` as a backend value), NCX203 (deprecated or nccl2-ignored
-env names, from ``ncclx_migrate._envvars``); notebooks also get the Python rules.
+env names, from ``ncclx_migrate._envvars``), NCX204 (an explicit ``nccl2`` backend);
+notebooks also get the Python rules.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def file_kind(path: str, text: str | None = None) -> str | None:
     return None
 
 
-# Every table name contains "NCCL"; a file without it or "nccl-legacy" cannot match.
+# Every table name contains "NCCL"; a file without it, "nccl-legacy" or "nccl2" cannot match.
 def _may_match(text: str) -> bool:
-    return "NCCL" in text or "nccl-legacy" in text
+    return "NCCL" in text or "nccl-legacy" in text or "nccl2" in text
 
 
 def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> FileResult | None:

@@ -25,12 +25,19 @@ __all__ = [
     "backend_value_spans",
     "is_backend_key",
     "is_device_list",
+    "is_strong_device_list",
+    "mentions_backend",
 ]
 
 LEGACY = "nccl-legacy"
+NCCL2 = "nccl2"
+WATCHED = (LEGACY, NCCL2)  # backend names the file rules report (NCX202, NCX204)
 BACKEND_WORD = re.compile(r"backend", re.IGNORECASE)
-# A device:backend list such as "cpu:gloo,cuda:nccl-legacy".
-_DEVICE_LIST = re.compile(r"^[a-z]+:[A-Za-z0-9_-]+(,[a-z]+:[A-Za-z0-9_-]+)*$")
+# A device:backend list such as "cpu:gloo,cuda:nccl-legacy", with torch's device types
+# (an image reference such as "trainer:nccl2" is not one).
+_DEVICES = "cpu|cuda|xpu|hpu|mps|mtia|meta|privateuseone"
+_ENTRY = rf"(?:{_DEVICES}):[A-Za-z0-9_-]+"
+_DEVICE_LIST = re.compile(rf"^{_ENTRY}(?:,{_ENTRY})*$")
 
 AddFn = Callable[[str], "list[Edit] | None"]
 
@@ -41,22 +48,33 @@ def is_backend_key(key: str) -> bool:
     return bool(BACKEND_WORD.search(key))
 
 
+def mentions_backend(value: str) -> bool:
+    return any(name in value for name in WATCHED)
+
+
 def is_device_list(value: str) -> bool:
-    """``cpu:gloo,cuda:nccl-legacy``: torch's own device:backend syntax, unambiguous."""
-    return ":" in value and bool(_DEVICE_LIST.match(value))
+    """``cuda:nccl-legacy`` or ``cpu:gloo,cuda:nccl-legacy``: torch's device:backend syntax."""
+    return bool(_DEVICE_LIST.match(value))
 
 
-def backend_value_spans(value: str) -> list[int]:
-    """Offsets of ``nccl-legacy`` in ``value`` when the whole value is a backend value:
-    exactly ``nccl-legacy``, or a device list whose entry is ``<device>:nccl-legacy``."""
-    if value == LEGACY:
-        return [0]
-    if _DEVICE_LIST.match(value):
+def is_strong_device_list(value: str) -> bool:
+    """A device list with several entries (``cpu:gloo,cuda:nccl2``): unmistakably a torch
+    backend string wherever it appears, so it may be fixed even outside a backend key."""
+    return "," in value and is_device_list(value)
+
+
+def backend_value_spans(value: str) -> list[tuple[int, str]]:
+    """(offset, name) of each watched backend name in ``value`` when the whole value is a
+    backend value: exactly the name, or a device list with a ``<device>:<name>`` entry."""
+    if value in WATCHED:
+        return [(0, value)]
+    if is_device_list(value):
         spans = []
         pos = 0
         for part in value.split(","):
-            if part.split(":", 1)[1] == LEGACY:
-                spans.append(pos + part.index(":") + 1)
+            backend = part.split(":", 1)[1]
+            if backend in WATCHED:
+                spans.append((pos + part.index(":") + 1, backend))
             pos += len(part) + 1
         return spans
     return []
@@ -80,11 +98,12 @@ class EnvAssign:
 
 @dataclass
 class BackendUse:
-    """``nccl-legacy`` at ``start`` where a backend value is expected (or merely likely)."""
+    """A watched backend name at ``start`` where a backend value is expected (or merely likely)."""
 
     start: int
     fixable: bool  # True only where it clearly is a torch.distributed backend value
     where: str  # the flag/key/name it belongs to, for the message
+    name: str = LEGACY  # which backend name (WATCHED)
     also_lines: tuple[int, ...] = ()
     in_cell: str = ""
 
@@ -131,11 +150,11 @@ class Collector:
                     seen.add(key)
                     hits.append(hit)
         for b in self.backends:
-            key = (b.start, "NCX202")
-            if key in seen:
+            found = _backend_hit(b, self.options)
+            if found is None or (found.offset, found.code) in seen:
                 continue
-            seen.add(key)
-            hits.append(_backend_hit(b))
+            seen.add((found.offset, found.code))
+            hits.append(found)
         return hits
 
     def result(self) -> FileResult:
@@ -184,16 +203,18 @@ def _remove(a: EnvAssign) -> list[Edit] | None:
 
 def _env_hits(a: EnvAssign, assigned: set[str], options: Options) -> list[_Hit]:
     hits: list[_Hit] = []
-    if a.value is not None and LEGACY in a.value:
-        spans = backend_value_spans(a.value)
-        if spans and a.value_start >= 0:
-            # raw_value may carry quotes: find the literal in the raw text.
-            base = a.value_start + a.raw_value.find(a.value) if a.value in a.raw_value else -1
-            for s in spans:
-                if base >= 0:
-                    fixable = is_backend_key(a.name) or is_device_list(a.value)
-                    hits.append(_backend_hit(BackendUse(
-                        base + s, fixable, a.name or "a value", a.also_lines, a.in_cell)))
+    if a.value is not None and mentions_backend(a.value) and a.value_start >= 0:
+        # raw_value may carry quotes: find the literal in the raw text.
+        base = a.value_start + a.raw_value.find(a.value) if a.value in a.raw_value else -1
+        fixable = is_backend_key(a.name) or is_strong_device_list(a.value)
+        for s, name in backend_value_spans(a.value) if base >= 0 else []:
+            if name == NCCL2 and not (fixable or is_device_list(a.value)):
+                continue  # a bare "nccl2" (a job or container name?) is not reported
+            use = BackendUse(base + s, fixable, a.name or "a value", name=name,
+                             also_lines=a.also_lines, in_cell=a.in_cell)
+            hit = _backend_hit(use, options)
+            if hit is not None:
+                hits.append(hit)
     if a.name == TOGGLE_VAR:
         hit = _toggle_hit(a, options)
         if hit is not None:
@@ -268,7 +289,9 @@ def _row_hit(a: EnvAssign, row: EnvVar) -> _Hit:
     return _Hit(a.name_start, code, a.in_cell + msg, kind, edits, a.also_lines)
 
 
-def _backend_hit(b: BackendUse) -> _Hit:
+def _backend_hit(b: BackendUse, options: Options) -> _Hit | None:
+    if b.name == NCCL2:
+        return _nccl2_hit(b, options)
     if b.fixable:
         msg = (f'"{LEGACY}" ({b.where}) selects the legacy ProcessGroupNCCL, a rollback name '
                'with no announced future: use "nccl", which builds nccl2 on torch 2.15 and '
@@ -279,3 +302,22 @@ def _backend_hit(b: BackendUse) -> _Hit:
            'legacy ProcessGroupNCCL, a rollback name with no announced future: use "nccl" '
            "if it reaches init_process_group/new_group")
     return _Hit(b.start, "NCX202", b.in_cell + msg, FixKind.NONE, None, b.also_lines)
+
+
+def _nccl2_hit(b: BackendUse, options: Options) -> _Hit | None:
+    """NCX204, with NCX104's reading of the target: 2.14 is where "nccl2" is the way to get
+    nccl2 (no finding), 2.13 lacks it, and from 2.15 "nccl" builds the same thing."""
+    if options.target_torch < (2, 14):
+        msg = (f'"{NCCL2}" ({b.where}) is not a backend on torch 2.13 ("AssertionError: Unknown '
+               'backend type nccl2"); use "nccl" there, or raise --target-torch')
+        return _Hit(b.start, "NCX204", b.in_cell + msg, FixKind.NONE, None, b.also_lines)
+    if options.target_torch < (2, 15):
+        return None
+    msg = (f'"{NCCL2}" ({b.where}) spelled out: from torch 2.15 "nccl" builds the same '
+           'ProcessGroupNCCL2, while the explicit name makes get_backend() return "nccl2" and '
+           'pg.name() "custom", so == "nccl" checks (torch\'s own included) take their fallback '
+           'paths: use "nccl"')
+    if b.fixable:
+        return _Hit(b.start, "NCX204", b.in_cell + msg, FixKind.UNSAFE,
+                    [Edit(b.start, b.start + len(NCCL2), "nccl")], b.also_lines)
+    return _Hit(b.start, "NCX204", b.in_cell + msg, FixKind.NONE, None, b.also_lines)

@@ -17,7 +17,15 @@ import os
 import re
 from dataclasses import dataclass
 
-from ._checks import LEGACY, BackendUse, Collector, EnvAssign, backend_value_spans, is_device_list
+from ._checks import (
+    NCCL2,
+    BackendUse,
+    Collector,
+    EnvAssign,
+    backend_value_spans,
+    is_strong_device_list,
+    mentions_backend,
+)
 from ._text import Edit, LineIndex, newline_of, remove_word
 
 __all__ = ["Ctx", "Word", "analyze_words", "balanced", "lex", "scan_shell", "scan_shell_range"]
@@ -414,19 +422,22 @@ def _emit_list(ctx: Ctx, w: Word, offset: int) -> None:
                                remove if ctx.env_fixes else None, in_cell=ctx.in_cell))
 
 
-def _backend_in_word(ctx: Ctx, w: Word, value_offset: int, where: str, fixable: bool) -> bool:
-    """Report ``nccl-legacy`` in ``w`` whose backend value starts at ``value_offset`` of raw."""
+def _backend_in_word(ctx: Ctx, w: Word, value_offset: int, where: str, fixable: bool,
+                     stray: bool = False) -> bool:
+    """Report watched backend names in ``w`` whose value starts at ``value_offset`` of raw."""
     if w.value is None:
         return False
     raw_tail = w.raw[value_offset:]
     # Flags and override keys are unquoted, so the value is the literal's tail.
     value = w.value[value_offset:] if value_offset else w.value
     spans = backend_value_spans(value)
+    if stray:  # a bare "nccl2" argument could be anything (a run name); lists are torch's
+        spans = [(s, n) for s, n in spans if n != NCCL2 or ":" in value]
     if not spans or value not in raw_tail:
         return False
     base = w.start + value_offset + raw_tail.find(value)
-    for s in spans:
-        ctx.sink.backend(BackendUse(base + s, fixable, where, in_cell=ctx.in_cell))
+    for s, name in spans:
+        ctx.sink.backend(BackendUse(base + s, fixable, where, in_cell=ctx.in_cell, name=name))
     return True
 
 
@@ -488,7 +499,7 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
         if raw.startswith("--env=") and _ASSIGN.match(raw[len("--env="):]):
             _emit_word_assign(ctx, words, k, "--env=")
             continue
-        if v is None or LEGACY not in v:
+        if v is None or not mentions_backend(v):
             continue
         m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
         if m is not None:
@@ -499,7 +510,7 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
             if _backend_in_word(ctx, w, 0, prev.value, True):
                 continue
         if ctx.stray and words[i].value not in _PRINTERS:
-            _backend_in_word(ctx, w, 0, "an argument", is_device_list(v))
+            _backend_in_word(ctx, w, 0, "an argument", is_strong_device_list(v), stray=True)
 
 
 def _scan_script_word(ctx: Ctx, w: Word) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._checks import LEGACY, Collector, EnvAssign
+from ._checks import Collector, EnvAssign, mentions_backend
 from ._shell import Ctx, Word, analyze_words, scan_shell_range
 from ._text import Edit
 
@@ -276,7 +276,7 @@ class _Yaml:
         if _shellish(line.key):
             self.shell_string(line, s, stray=True)
             return
-        if s.value is not None and LEGACY in s.value and s.value != LEGACY and " " in s.value:
+        if s.value is not None and mentions_backend(s.value) and " " in s.value:
             self.shell_string(line, s, stray=False)
         key = line.key
         single = line.dashes == 0 and self.ends_here(line)
@@ -305,7 +305,7 @@ class _Yaml:
         raw = line.text[s.inner_start : s.inner_end]
         m = _ENV_ITEM.match(raw)
         if m is None or s.value is None or s.value != raw:
-            if s.value is not None and LEGACY in s.value:
+            if s.value is not None and mentions_backend(s.value):
                 self.sink.env(EnvAssign("", self.abs(line, s.inner_start), s.value, raw,
                                         self.abs(line, s.inner_start)))
             return
@@ -380,7 +380,7 @@ class _Yaml:
                 continue
             m = _ENV_ITEM.match(w.raw)
             if m is None:
-                if LEGACY in w.value:
+                if mentions_backend(w.value):
                     self.sink.env(EnvAssign(key, w.start, w.value, w.raw, w.start))
                 continue
             name = m.group(1)
