@@ -19,6 +19,8 @@ from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup
 from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
 from ._edits import remove, remove_statement, string_like
+from ._flow import resolve
+from ._scope import Scope
 
 __all__ = ["ENV_PRECHECK"]
 
@@ -44,6 +46,7 @@ class _Site:
     add_builder: object = None
     scope: cst.CSTNode | None = None
     order: int = 0
+    where: Scope | None = None
     suites: tuple[int, ...] = ()
 
 
@@ -74,6 +77,7 @@ def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString |
     site = _Site(node, name, key, value, _str(value))
     site.scope = a.enclosing_function()
     site.order = a.order
+    site.where = a.scope()
     site.suites = a.suites()
     _sites(a).append(site)
     return site
@@ -182,7 +186,7 @@ def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
 
 @on(cst.SimpleString, *_CODES)
 def _in_text(a: Analyzer, node: cst.SimpleString) -> None:
-    if "=" not in node.value:
+    if "=" not in node.value or isinstance(a.parent(), cst.Expr):  # docstrings describe, not set
         return
     v = _str(node)
     if v is None:
@@ -237,6 +241,9 @@ def _reads(a: Analyzer, name: str) -> bool:
 
 def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
     v = site.text_value
+    if v is None and isinstance(site.value, cst.Name):  # a module constant or a local set once
+        lit = resolve(a, site.value, site.where)
+        v = _str(lit)
     target = a.options.target_torch
     late = [
         (call, what)
