@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["MODES", "LegacyNCCLWarning", "reset_for_tests", "warn_legacy", "warnings_mode"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# importlib's Python frames: import_module() and EntryPoint.load(), through which torch's
+# backend discovery imports this package (its frozen _bootstrap frames are matched by name).
+_IMPORTLIB_DIR = os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "importlib") + os.sep
 MODES = ("error", "ignore", "once", "default")
 _ENV = "NCCLX_WARNINGS"
 
@@ -75,7 +78,7 @@ def _ensure_env_filter(mode: str) -> None:
 
 
 def _skip_prefixes() -> tuple[str, ...]:
-    prefixes = [_PKG_DIR]
+    prefixes = [_PKG_DIR, _IMPORTLIB_DIR]
     torch = sys.modules.get("torch")
     torch_file = getattr(torch, "__file__", None)
     if torch_file:

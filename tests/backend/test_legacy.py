@@ -148,3 +148,41 @@ def test_gpu_nccl_legacy_builds_process_group_nccl(user_script) -> None:  # type
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["ProcessGroupNCCL", "True", "True", "2.0"]
     assert [w.code for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"] == ["NCX103"]
+
+
+def _ours_listed_first() -> bool:
+    from importlib.metadata import entry_points
+
+    eps = [e.value for e in entry_points(group="torch.distributed.backends") if e.name == "nccl-legacy"]
+    return bool(eps) and eps[0] == ENTRY
+
+
+def test_no_code_change_entry_point_path_blames_the_users_line(user_script) -> None:  # type: ignore[no-untyped-def]
+    if not hasattr(c10d.Backend, "_ensure_backend_registered"):
+        pytest.skip(f"torch {torch.__version__} does not discover backends through entry points")
+    if not _ours_listed_first():
+        pytest.skip("torch's own nccl-legacy entry point is listed first on this install")
+    if torch.cuda.is_available():
+        pytest.skip("checks the no-GPU path")
+    # The script never imports ncclx_migrate: torch's discovery loads our registrar, which
+    # imports the package (import-time findings) and wraps the creator (NCX103).  Both
+    # warnings must name the user's line, not importlib's EntryPoint.load / import_module.
+    script = user_script(
+        """
+        import sys
+        from datetime import timedelta
+        import torch.distributed as dist
+        store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, is_master=True,
+                              timeout=timedelta(seconds=30))
+        try:
+            dist.init_process_group("nccl-legacy", store=store, rank=0, world_size=1)  # <- init
+        except ValueError as exc:
+            print(exc)
+        """
+    )
+    res = script.run({"TORCH_NCCL_ENABLE_MONITORING": "1"}, args=(str(free_port()),))
+    assert res.returncode == 0, res.stderr
+    found = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
+    assert [w.code for w in found] == ["NCX122", "NCX103"]
+    for w in found:
+        assert (w.file, w.line) == (str(script.path), line_of(script, "<- init"))
