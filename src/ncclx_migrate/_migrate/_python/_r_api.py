@@ -107,13 +107,16 @@ def _legacy_context(a: Analyzer) -> str | None:
             break
         if isinstance(anc, cst.BaseSuite):
             break
-    scope: cst.CSTNode = a.module
+    # The enclosing function first (the likeliest reason), then the whole file: the object
+    # an isinstance admits is often returned and used elsewhere (b = nccl_backend(); b.uid).
     for anc in reversed(a.stack[:-1]):
         if isinstance(anc, cst.FunctionDef):
-            scope = anc
+            m = _LEGACY_USE.search(a.source_of(anc))
+            if m:
+                return m.group(0).strip(".(").strip()
             break
-    m = _LEGACY_USE.search(a.source_of(scope))
-    return f"{m.group(0).strip('.(').strip()}" if m else None
+    m = _LEGACY_USE.search(a.source)
+    return f"{m.group(0).strip('.(').strip()} in this file" if m else None
 
 
 def _starred(el: cst.BaseElement) -> Edit:
