@@ -511,8 +511,11 @@ class _Yaml:
                                         None, "valueFrom", -1))
             return
         vs = value_line.value
-        if not vs.simple:
+        if vs.kind in ("block", "empty"):
             return
+        # A templated value (`value: {{ .Values.x | quote }}`) is computed: reported, and
+        # copied as written by the add fix, never interpreted.
+        computed = not vs.simple
         self.consumed.update((name_line.n, value_line.n))
         pair = sorted((name_line.n, value_line.n))
         simple = (len(keys) == 2 and pair[1] == pair[0] + 1 and last == pair[1]
@@ -524,7 +527,7 @@ class _Yaml:
                 return None
             out = []
             for row in rows:
-                end = row.value.end
+                end = row.value.end if row.value.simple else _code_end(row.text)
                 text = row.text[:end]
                 if row is name_line:
                     s = row.value.inner_start
@@ -537,10 +540,13 @@ class _Yaml:
                 return None
             return [self.drop(pair[0], pair[1])]
 
+        raw_value = value_line.text[vs.start : vs.end]
+        if computed:
+            raw_value = value_line.text[vs.start : _code_end(value_line.text)]
         self.sink.env(EnvAssign(
-            name, self.abs(name_line, name_line.value.inner_start), vs.value,
-            value_line.text[vs.start : vs.end], self.abs(value_line, vs.start), None, add, remove,
-            also_lines=(value_line.n, name_line.n),
+            name, self.abs(name_line, name_line.value.inner_start),
+            None if computed else vs.value, raw_value, self.abs(value_line, vs.start), None,
+            add, remove, also_lines=(value_line.n, name_line.n),
         ))
 
 
