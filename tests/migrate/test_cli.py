@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,37 @@ def test_non_utf8_yaml_is_an_error_binary_blob_is_not(tmp_path: Path) -> None:
     tree(tmp_path, {"job.yaml": "env: caf\xe9\n".encode("latin-1"), "logo.png": b"\x89PNG\r\n\x00\x00", "a.py": CLEAN})
     doc = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)
     assert [e["path"] for e in doc["errors"]] == ["job.yaml"]
+
+
+def test_stdin_filename_picks_the_scanner(tmp_path: Path) -> None:
+    shell = "export TORCH_DIST_USE_NCCL2=0\n"
+    proc = run_ncclx("migrate", "--stdin-filename", "launch.sh", "--format", "json", "-", input=shell, cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and [(f["path"], f["code"]) for f in doc["findings"]] == [("launch.sh", "NCX201")]
+
+
+def test_quiet_hides_detection_note(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.py": CLEAN, "requirements.txt": "torch>=2.14\n"})
+    assert "target torch 2.14" in run_ncclx("migrate", ".", cwd=tmp_path).stderr
+    assert run_ncclx("migrate", "-q", ".", cwd=tmp_path).stderr == ""
+
+
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    tree(tmp_path, {f"m{i}.py": CLEAN for i in range(60)})
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL"))}
+    proc = subprocess.run([str(Path(sys.executable).parent / "ncclx"), "migrate", "-j", "1", "."], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120, text=True)
+    os.close(slave)
+    seen = b""
+    try:
+        while chunk := os.read(master, 4096):
+            seen += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"ncclx migrate: 50/60 files" in seen  # progress went to the terminal
+    assert "files\r" not in proc.stdout
