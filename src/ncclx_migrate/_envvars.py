@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 __all__ = [
     "ENV_VARS",
@@ -50,8 +49,17 @@ class Fix(enum.Enum):
     FLAG = "flag"  # explain only
 
 
-@dataclass(frozen=True)
+_FIELDS = (
+    "name", "kind", "replacement", "fix", "py_code", "file_code", "why", "evidence", "unsafe_fix"
+)
+
+
 class EnvVar:
+    """One row; immutable.  Hand-written rather than ``@dataclass(frozen=True)``: importing
+    dataclasses pulls in inspect (7-25 ms), and ``import ncclx_migrate`` loads this table
+    whenever the environment holds a finding (budget 20 ms, benchmarks/bench_import.py)."""
+
+    __slots__ = _FIELDS
     name: str
     kind: EnvKind
     replacement: str | None
@@ -61,7 +69,30 @@ class EnvVar:
     why: str
     evidence: str
     # Unsafe alternative to the safe fix (rename, or delete an obsolete name).
-    unsafe_fix: Fix | None = None
+    unsafe_fix: Fix | None
+
+    def __init__(
+        self, name: str, kind: EnvKind, replacement: str | None, fix: Fix, py_code: str,
+        file_code: str, why: str, evidence: str, unsafe_fix: Fix | None = None,
+    ) -> None:
+        values = (name, kind, replacement, fix, py_code, file_code, why, evidence, unsafe_fix)
+        for field, value in zip(_FIELDS, values, strict=True):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, field: str, value: object) -> None:
+        raise AttributeError(f"EnvVar is immutable (tried to set {field})")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f) for f in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EnvVar) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "EnvVar(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 
 
 _FR = "NCX120"
