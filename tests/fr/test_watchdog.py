@@ -160,3 +160,38 @@ def test_handle_stop_and_retune() -> None:
     )
     res = _py(code)
     assert res.stdout.split() == ["False", "[]", "refused"], res.stderr
+
+
+_PEER_REQUEST = """
+import json, os, sys, time
+from datetime import timedelta
+import torch, torch.distributed as dist
+import ncclx_migrate
+
+store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, timeout=timedelta(seconds=10))
+# A request left by an earlier attempt of the job (torchelastic keeps its store).
+store.add("ncclx/hang_dump/count", 1)
+store.set("ncclx/hang_dump/1", json.dumps({"rank": 5, "reason": "old attempt", "recorder": "gloo"}))
+hang = ncclx_migrate.enable_hang_dump(0.4, stack_traces=False)
+dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+dist.all_reduce(torch.ones(2))
+time.sleep(1.0)
+print("stale:", [p.name for p in hang.dumps])
+n = store.add("ncclx/hang_dump/count", 1)
+store.set(f"ncclx/hang_dump/{n}", json.dumps({"rank": 7, "reason": "test", "recorder": "gloo"}))
+for _ in range(50):
+    if hang.dumps:
+        break
+    time.sleep(0.1)
+print("fresh:", [p.name for p in hang.dumps])
+os._exit(0)
+"""
+
+
+def test_peer_request_protocol(tmp_path: Path) -> None:
+    """A rank dumps when a peer posts a request in the store, and ignores stale ones."""
+    pytest.importorskip("torch")
+    res = _py(_PEER_REQUEST, TORCH_FR_DUMP_TEMP_FILE=str(tmp_path / PREFIX))
+    assert res.stdout.split("\n")[:2] == ["stale: []", f"fresh: ['{PREFIX}0']"], res.stdout + res.stderr
+    assert "rank 7 asked: test" in res.stderr
+    assert _meta(tmp_path, 0)["trigger"] == "peer-request"

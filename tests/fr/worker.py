@@ -25,11 +25,14 @@ def _manual_dump(rank: int, fmt: str) -> None:
     import torch._C._distributed_c10d as c10d
 
     prefix = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
+    # No stack traces: torch's first stack-traced dump imports torch._inductor (seconds of
+    # CPU per rank on a busy 2-core box); the verdicts do not need them.
+    if fmt == "json":
+        data = c10d._dump_fr_trace_json(True, False)
+    else:
+        data = c10d._dump_fr_trace(True, False, False)
     with open(f"{prefix}{rank}", "wb") as f:  # 2.13 has no _dump_fr_trace_file
-        if fmt == "json":
-            f.write(c10d._dump_fr_trace_json(True, False))
-        else:
-            f.write(c10d._dump_fr_trace(True, True, False))
+        f.write(data)
 
 
 def _collective_3(rank: int, world: int, scenario: str, is_culprit: bool, sub: object, wait: float) -> None:

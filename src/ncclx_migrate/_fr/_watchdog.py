@@ -175,8 +175,11 @@ class HangDump:
                 )
             else:
                 self._store = store  # FileStore / HashStore: non-blocking ops only
+            # Requests already in the store belong to an earlier attempt of the job
+            # (torchelastic restarts keep the agent's store): start after them.
+            self._next_request = int(self._store.add(f"{_KEY}count", 0)) + 1
         except Exception as exc:
-            self._store_failed = True
+            self._store, self._store_failed = None, True
             _log(f"cannot reach the job's store ({type(exc).__name__}: {exc}); this rank dumps alone")
         return self._store
 
