@@ -44,6 +44,10 @@ def test_every_rank_dumps_and_the_skipper_is_named(scenario) -> None:
     triggers = {_meta(run.folder, r)["trigger"] for r in (0, 1, 3)}
     assert "local-deadline" in triggers
     assert all("ncclx hang dump:" in run.outputs[r] for r in range(4))
+    # The waiting ranks dumped while #3 still hung (within the limit, not after gloo gave up).
+    with open(run.folder / f"{PREFIX}0", "rb") as f:
+        last = pickle.load(f)["entries"][-1]
+    assert (last["collective_seq_id"], last["retired"]) == (3, False)
     code, report, human = _report(run.folder)
     assert code == 1
     assert "rank 2 never entered all_reduce #3 of group default_pg; ranks 0, 1 and 3 waited" in human

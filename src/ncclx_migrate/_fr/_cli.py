@@ -24,7 +24,11 @@ EXIT_OK, EXIT_PROBLEM, EXIT_INPUT = 0, 1, 2
 
 @click.group()
 def fr() -> None:
-    """Flight-recorder dumps: analyze hangs."""
+    """Flight-recorder dumps: name the rank that hung a collective.
+
+    Turn dumps on for every backend with NCCLX_HANG_DUMP=SECONDS (or
+    ncclx_migrate.enable_hang_dump(SECONDS)); see docs/flight-recorder.md.
+    """
 
 
 def _fail(cmd: str, exc: DumpError) -> None:
