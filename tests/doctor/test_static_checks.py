@@ -67,7 +67,7 @@ def test_env_vars_name_each_deprecated_or_ignored_variable_with_its_replacement(
 @pytest.mark.parametrize(
     ("env", "status", "needle"),
     [
-        ({"TORCH_FR_BUFFER_SIZE": "abc"}, "fail", "is not an integer: init_process_group aborts"),
+        ({"TORCH_FR_BUFFER_SIZE": "abc"}, "fail", "is not an integer: init_process_group aborts the process"),
         ({"TORCH_FR_BUFFER_SIZE": ""}, "fail", "is not an integer"),
         ({"TORCH_NCCL_TRACE_BUFFER_SIZE": "1e3"}, "fail", "is not an integer"),
         ({"TORCH_FR_BUFFER_SIZE": "0"}, "warn", "disables the flight recorder"),

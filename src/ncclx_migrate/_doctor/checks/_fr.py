@@ -5,7 +5,8 @@ on 2.13.0/2.15.0 with a 1-rank gloo group):
 * buffer size: first of TORCH_FR_BUFFER_SIZE, TORCH_NCCL_TRACE_BUFFER_SIZE that is set; 0 or
   less records nothing.  A non-integer ("abc", or an empty value) makes init_process_group
   abort the process (SIGABRT, "terminate called without an active exception"); "1e3" or
-  "100abc" raise ValueError in 2.15's Python; 99999999999999 hung init.
+  "100abc" raise ValueError in 2.15's Python; with 2 ranks "abc" also hung init at times;
+  3000000000 hung init.
 * dumps on a hang: gloo never (no watchdog, no abort hook); nccl-lazy has no abort hook;
   nccl2 through the FR hook's abort hook (TORCH_FR_DUMP_ON_TIMEOUT, then the old name);
   legacy through its heartbeat monitor, which reads only TORCH_NCCL_DUMP_ON_TIMEOUT.
@@ -81,7 +82,7 @@ def flight_recorder(f: Facts) -> CheckResult:
             found.append((
                 Status.FAIL,
                 f"{name}={raw!r} is not an integer: init_process_group aborts the process "
-                "(SIGABRT, measured on 2.13 and 2.15) or raises ValueError",
+                "(SIGABRT), hangs, or raises ValueError (measured on 2.13 and 2.15)",
                 f"set {name} to a whole number of entries (default 2000) or unset it",
             ))
             size = -1
