@@ -156,3 +156,26 @@ def test_merge_bad_input_is_a_usage_error_naming_the_file(tmp_path: Path, conten
     assert proc.returncode == 2
     assert str(path) in proc.stderr and needle in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_merge_of_per_rank_reports_names_ranks_and_hosts(tmp_path: Path, fake_lib: Callable[..., str]) -> None:
+    # What `srun ncclx doctor --level static --json > rank$SLURM_PROCID.json` leaves on two
+    # nodes; the host name is set per node since every report here comes from one machine.
+    libs = {"node-a": fake_lib("2.30.7"), "node-b": fake_lib("2.28.3")}
+    paths = []
+    for rank in range(8):
+        host = "node-a" if rank < 4 else "node-b"
+        report = doctor_json("--level", "static", "--check", "nccl-version", "--check", "legacy-toggle",
+                             env={"NCCLX_NCCL_LIBRARY": libs[host], "SLURM_PROCID": str(rank)})
+        report.pop("_rc")
+        assert report["rank"] == rank
+        report["host"] = host
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(report))
+        paths.append(str(path))
+    merged = json.loads(run_ncclx("doctor", "merge", *paths, "--json").stdout)
+    cc = check(merged, "cluster-consistency")
+    assert cc["status"] == "fail"
+    assert "ranks 4-7 on node-b run NCCL 2.28.3 (the others 2.30.7)" in cc["message"]
+    assert cc["details"]["hosts"] == ["node-a", "node-b"]
+    assert check(merged, "legacy-toggle")["message"].endswith("(all 8 ranks)")
