@@ -186,3 +186,12 @@ def test_no_code_change_entry_point_path_blames_the_users_line(user_script) -> N
     assert [w.code for w in found] == ["NCX122", "NCX103"]
     for w in found:
         assert (w.file, w.line) == (str(script.path), line_of(script, "<- init"))
+
+
+def test_torchfacts_reports_torchs_registry_not_our_shim() -> None:
+    from ncclx_migrate._torchfacts import backend_entry_points
+
+    eps = backend_entry_points()
+    assert ENTRY not in eps.values()
+    if hasattr(c10d.Backend, "_ensure_backend_registered"):  # 2.14+: torch's own rollback name
+        assert eps["nccl-legacy"].startswith("torch.distributed.distributed_c10d:")
