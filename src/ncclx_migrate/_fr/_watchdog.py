@@ -121,10 +121,15 @@ class HangDump:
         atexit.register(self._at_exit)
 
     def _at_exit(self) -> None:
-        """Let a dump in progress finish (bounded) before the interpreter tears down."""
+        """Let a dump in progress finish and the thread leave torch (bounded) before
+        the interpreter tears down: a daemon thread still inside a c10d call while
+        torch's statics are destroyed can end the process with std::terminate."""
         self._stop.set()
         if self._dump_lock.acquire(timeout=30):
             self._dump_lock.release()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     def stop(self) -> None:
         """Stop the watchdog thread (idempotent); dumps already written stay."""
