@@ -47,6 +47,7 @@ __all__ = [
     "LibraryQueryError",
     "Resolution",
     "TorchBuild",
+    "backend_providers",
     "build_flavor_from_version",
     "build_nccl_version",
     "cuda_device_count",
@@ -541,9 +542,22 @@ def resolve_backend(backend: str, environ: Mapping[str, str] | None = None) -> l
     return [_resolve_one(d, text, ctx) for d in devices]
 
 
+def backend_providers() -> dict[str, list[str]]:
+    """Backend name -> the distributions whose entry points provide it, in discovery order.
+
+    ncclx-migrate provides its own "nccl-legacy" shim, so "the name exists" and "torch
+    has it" are different questions.
+    """
+    out: dict[str, list[str]] = {}
+    for ep in _backend_eps():
+        dist = getattr(ep, "dist", None)
+        out.setdefault(ep.name, []).append(dist.name if dist is not None else "?")
+    return out
+
+
 def registry_phase() -> Phase:
-    """The phase read from the backend registry (entry points + the registrar's default)."""
-    names = {ep.name for ep in _backend_eps()}
+    """The phase read from torch's own backend registry (entry points + the registrar's default)."""
+    names = {name for name, dists in backend_providers().items() if "torch" in dists}
     default_is_nccl2: bool | None = None
     if "nccl" in names:
         with contextlib.suppress(Exception):

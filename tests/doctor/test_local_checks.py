@@ -147,3 +147,16 @@ def test_more_local_ranks_than_gpus_fails_before_nccl_does() -> None:
     gpu = check(report, "gpu-binding")
     assert gpu["status"] == "fail"
     assert "Duplicate GPU detected" in gpu["message"]
+
+
+def test_legacy_toggle_says_who_provides_nccl_legacy() -> None:
+    toggle = check(doctor_json("--check", "legacy-toggle"), "legacy-toggle")
+    providers = toggle["details"]["nccl_legacy_providers"]
+    if "torch" in providers:  # 2.14/2.15 register the rollback name themselves
+        assert "nccl-legacy is available" in toggle["message"]
+    elif providers:  # 2.13: only ncclx-migrate's entry point provides it
+        assert providers == ["ncclx-migrate"]
+        assert "ncclx-migrate's shim" in toggle["message"]
+    else:
+        assert "nccl-legacy is not available" in toggle["message"]
+    assert ("torch" in providers) == (MINOR in ((2, 14), (2, 15)))

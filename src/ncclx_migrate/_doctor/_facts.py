@@ -123,6 +123,11 @@ class Facts:
         return backend_entry_points()
 
     @cached_property
+    def providers(self) -> dict[str, list[str]]:
+        """Backend name -> distributions providing it (torch, or ncclx-migrate's shim)."""
+        return ti.backend_providers()
+
+    @cached_property
     def phase(self) -> tuple[Phase | None, str]:
         """(phase, how it was found)."""
         if self.build is not None:

@@ -53,7 +53,7 @@ def torch_version(f: Facts) -> CheckResult:
         "flavor": f.flavor,
         "phase": phase.value if phase else None,
         "phase_source": source,
-        "backend_entry_points": sorted(f.entry_points),
+        "backend_entry_points": {name: dists for name, dists in sorted(f.providers.items())},
     }
     if build is not None:
         details.update(cuda=build.cuda, hip=build.hip, distributed=build.distributed,
@@ -130,11 +130,13 @@ def legacy_toggle(f: Facts) -> CheckResult:
     target = f.options.target_torch
     target_phase = phase_for_version(target) if target else None
     judged = target_phase or phase
-    legacy_available = "nccl-legacy" in f.entry_points
+    providers = f.providers.get("nccl-legacy", [])
+    legacy_available = bool(providers)
     details: dict[str, object] = {
         "value": value,
         "meaning": meaning,
         "nccl_legacy_available": legacy_available if f.torch_version else None,
+        "nccl_legacy_providers": providers,
     }
     row = lookup(TOGGLE_VAR)
     evidence = row.evidence if row else ""
@@ -144,7 +146,12 @@ def legacy_toggle(f: Facts) -> CheckResult:
             return CheckResult(cid, Status.OK, f"{TOGGLE_VAR} is not set", "", details)
         return CheckResult(cid, Status.WARN, f"{TOGGLE_VAR}={value!r} is set; torch is not installed here",
                            INSTALL_REMEDY, details)
-    avail = "nccl-legacy is available" if legacy_available else "nccl-legacy is not available"
+    if "torch" in providers:
+        avail = "nccl-legacy is available"
+    elif legacy_available:
+        avail = "nccl-legacy comes from ncclx-migrate's shim (torch has none; it warns when used)"
+    else:
+        avail = "nccl-legacy is not available"
     if meaning == "unset":
         return CheckResult(cid, Status.OK, f"{TOGGLE_VAR} is not set; {avail}", "", details)
     shown = f"{TOGGLE_VAR}={value!r}"
