@@ -90,6 +90,15 @@ def test_type_mismatch(scenario) -> None:
     assert verdict.culprit_ranks == set(_group(report)["culprit_ranks"]) == {1}
 
 
+def test_hang_in_a_barrier(scenario) -> None:
+    run = scenario("barrier", world=3, culprit=0, mode="watchdog", **FAST)
+    assert run.files() == [f"{PREFIX}{r}" for r in range(3)], run.outputs
+    code, report, human = _report(run.folder)
+    assert code == 1
+    assert "rank 0 never entered barrier #3 of group default_pg; ranks 1 and 2 waited" in human
+    assert _group(report)["culprit_ranks"] == [0]
+
+
 def test_hang_in_a_subgroup(scenario) -> None:
     run = scenario("subgroup", world=3, culprit=2, mode="watchdog", **FAST)
     assert run.files() == [f"{PREFIX}{r}" for r in range(3)], run.outputs

@@ -4,7 +4,7 @@
 
 SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
 before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
-subgroup of ranks 1..world-1, CULPRIT skips it).
+subgroup of ranks 1..world-1, CULPRIT skips it) | barrier (#3 is a barrier, CULPRIT skips it).
 DUMPMODE: none (torch alone) | manual (each rank calls torch's dump API itself,
 as in flight-recorder-and-reconfigure.md E2b; manual-json: the JSON dump) | watchdog (ncclx_migrate.enable_hang_dump)
 | env (only `import ncclx_migrate`, with NCCLX_HANG_DUMP set by the caller).
@@ -41,6 +41,8 @@ def _collective_3(rank: int, world: int, scenario: str, is_culprit: bool, sub: o
 
     if is_culprit and scenario == "type":
         dist.broadcast(torch.ones(4, 5), src=0)
+    elif scenario == "barrier":
+        dist.barrier()
     elif scenario == "subgroup":
         if rank >= 1:
             dist.all_reduce(torch.ones(4, 5), group=sub)
@@ -82,7 +84,7 @@ def main() -> None:
     if is_culprit and scenario == "exit":
         print(f"[rank {rank}] exiting before collective #3", flush=True)
         os._exit(0)
-    if is_culprit and scenario in ("skip", "subgroup"):
+    if is_culprit and scenario in ("skip", "subgroup", "barrier"):
         print(f"[rank {rank}] skipping collective #3", flush=True)
         time.sleep(stay_out)
     elif mode in ("watchdog", "env"):
