@@ -35,6 +35,8 @@ FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
      Status.WARN),
     ("has NCCLX_HANG_DUMP =", "have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
     ("sees GPUs:", "see GPUs:", "gpu-binding", "device_count", Status.WARN),
+    ("has", "have", "env-vars", "nccl_env", Status.WARN),
+    ("has", "have", "env-vars", "torch_env", Status.WARN),
 )
 
 
@@ -86,6 +88,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _fmt_pair(value: Any, majority: Any) -> tuple[str, str]:
+    """Both values as text; for variable sets only the variables that differ."""
+    if not (isinstance(value, dict) and isinstance(majority, dict)):
+        return _fmt(value), _fmt(majority)
+    keys = sorted(k for k in {*value, *majority} if value.get(k) != majority.get(k))
+
+    def show(d: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={d[k]}" if k in d else f"{k} unset" for k in keys)
+
+    return show(value), show(majority)
+
+
 _ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.OK, Status.SKIP]
 
 
@@ -116,7 +130,8 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
         for value_key, group in order[1:]:
             value = json.loads(value_key)
             verb = one if len(group) == 1 else many
-            findings.append((severity, f"{who(group)} {verb} {_fmt(value)} (the others {_fmt(majority_value)})"))
+            mine, theirs = _fmt_pair(value, majority_value)
+            findings.append((severity, f"{who(group)} {verb} {mine} (the others {theirs})"))
             minority.append({"value": value, "who": who(group),
                              "ranks": [s.report.rank for s in group], "hosts": sorted({s.report.host for s in group})})
         divergent.append({"fact": f"{cid}.{key}", "majority": majority_value, "majority_count": len(majority),

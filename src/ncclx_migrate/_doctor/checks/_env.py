@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 from ... import _torchinfo as ti
-from ..._envvars import EnvKind, EnvVar, env_findings
+from ..._envvars import (
+    FR_BUFFER_NAMES,
+    FR_DUMP_FILE_NAMES,
+    FR_DUMP_ON_TIMEOUT_NAMES,
+    SHRINK_GROW_VAR,
+    TOGGLE_VAR,
+    EnvKind,
+    EnvVar,
+    env_findings,
+)
+from ..._fr._env import ENV_VAR as HANG_DUMP_VAR
 from .._facts import Facts
 from .._model import CheckResult, Status
+
+# Variables the cluster comparison already reports through their own checks.
+COMPARED_ELSEWHERE = frozenset(
+    (TOGGLE_VAR, SHRINK_GROW_VAR, HANG_DUMP_VAR, *FR_BUFFER_NAMES, *FR_DUMP_FILE_NAMES, *FR_DUMP_ON_TIMEOUT_NAMES)
+)
 
 
 def _remedy(row: EnvVar) -> str:
@@ -41,12 +58,23 @@ def env_vars(f: Facts) -> CheckResult:
             "name": row.name, "value": value, "kind": row.kind.value, "replacement": row.replacement,
             "finding": what, "remedy": _remedy(row), "code": row.py_code, "evidence": row.evidence,
         })
-    details: dict[str, object] = {"findings": items, "fine": notes}
+    # The rest of the communication environment, for the cluster comparison (a rank with
+    # another NCCL_SOCKET_IFNAME or TORCH_* setting behaves differently from its peers).
+    nccl_env = {k: v for k, v in sorted(f.environ.items()) if k.startswith(("NCCL_", "RCCL_"))}
+    torch_env = {k: v for k, v in sorted(f.environ.items())
+                 if k.startswith(("TORCH_", "NCCLX_")) and k not in COMPARED_ELSEWHERE}
+    conf = [p for p in (f.environ.get("NCCL_CONF_FILE"), os.path.expanduser("~/.nccl.conf"), "/etc/nccl.conf")
+            if p and os.path.isfile(p)]
+    details: dict[str, object] = {"findings": items, "fine": notes, "nccl_env": nccl_env,
+                                  "torch_env": torch_env, "nccl_conf_files": conf}
+    extra = ""
+    if nccl_env or conf:
+        extra = "; NCCL settings: " + ", ".join([*nccl_env, *conf])
     if not items:
         msg = "no deprecated or ignored TORCH_NCCL_* variables set"
         if notes:
             msg += " (" + ", ".join(notes) + ")"
-        return CheckResult(cid, Status.OK, msg, "", details)
-    msg = "; ".join(f"{i['name']}: {i['finding']}" for i in items)
+        return CheckResult(cid, Status.OK, msg + extra, "", details)
+    msg = "; ".join(f"{i['name']}: {i['finding']}" for i in items) + extra
     remedy = "; ".join(str(i["remedy"]) for i in items) + " (ncclx migrate --fix rewrites scripts)"
     return CheckResult(cid, Status.WARN, msg, remedy, details)
