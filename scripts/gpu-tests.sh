@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # The tests that need a real CUDA GPU (marked `gpu`; skipped everywhere else).
-# Run on a GPU machine: scripts/gpu-tests.sh [pytest args]
+#   scripts/gpu-tests.sh [pytest args]                 # in the project's .venv (torch 2.15)
+#   PYTHON=python3 scripts/gpu-tests.sh [pytest args]  # against that interpreter's own torch,
+#       e.g. a GPU image with no network: ncclx-migrate runs from src/ (libcst must be importable).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
   scripts/bootstrap.sh main >&2
   PY=.venv/bin/python
+elif ! "$PY" -c 'import ncclx_migrate' 2>/dev/null; then
+  export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+  bindir=$(mktemp -d)
+  printf '#!/bin/sh\nexec "%s" -m ncclx_migrate "$@"\n' "$(command -v "$PY")" > "$bindir/ncclx"
+  chmod +x "$bindir/ncclx"
+  export PATH="$bindir:$PATH"
 fi
 "$PY" -c 'import torch; assert torch.cuda.is_available(), "no CUDA device visible"; print("torch", torch.__version__, "devices", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
 exec "$PY" -m pytest -q -m gpu -p no:cacheprovider "$@"
