@@ -259,3 +259,12 @@ def test_progress_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert b"ncclx migrate: 50/60 files" in seen  # progress went to the terminal
     assert "files\r" not in proc.stdout
+
+
+def test_tracked_file_matching_an_ignore_pattern_is_scanned(tmp_path: Path) -> None:
+    tree(tmp_path, {"gen/keep.py": TOGGLE, "gen/new.py": TOGGLE, ".gitignore": "gen/\n"})
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-f", "gen/keep.py"], check=True)
+    doc = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert sorted({f["path"] for f in doc["findings"]}) == ["gen/keep.py"]

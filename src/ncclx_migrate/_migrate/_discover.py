@@ -36,12 +36,13 @@ def excluded(rel: str, patterns: Iterable[str]) -> bool:
 
 
 def _git_ignored(root: Path, candidates: list[str]) -> set[str]:
-    """The subset of ``candidates`` (paths relative to ``root``) that git ignores."""
+    """The subset of ``candidates`` (paths relative to ``root``) that git ignores (tracked
+    files never are, as in git itself)."""
     if not candidates:
         return set()
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "check-ignore", "--no-index", "-z", "--stdin"],
+            ["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
             input="\0".join(candidates).encode() + b"\0",
             capture_output=True,
             timeout=60,
@@ -93,7 +94,7 @@ def discover(roots: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
         found = [r for r in found if not excluded(r, exclude)]
         # A root the user named explicitly is scanned even if git ignores it (a venv, a
         # vendored tree): ignore rules then apply only below it, as seen from git.
-        root_ignored = bool(_git_ignored(root.parent, [root.resolve().name]))
+        root_ignored = bool(_git_ignored(real_root.parent, [real_root.name]))
         ignored = set() if root_ignored else _git_ignored(root, found)
         for rel in found:
             if rel in ignored:
