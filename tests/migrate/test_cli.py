@@ -64,7 +64,14 @@ def test_sarif_and_github(tmp_path: Path) -> None:
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"NCX101", "NCX201"}
     res = run["results"][0]
     assert res["ruleId"] == "NCX101"
-    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "a.py"
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "a.py", "uriBaseId": "%SRCROOT%"}
+    absolute = json.loads(run_ncclx("migrate", "--format", "sarif", str(tmp_path / "a.py"), cwd=tmp_path).stdout)
+    loc = absolute["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert loc == {"uri": "a.py", "uriBaseId": "%SRCROOT%"}
+    (tmp_path / "elsewhere").mkdir()
+    outside = json.loads(run_ncclx("migrate", "--format", "sarif", str(tmp_path / "a.py"), cwd=tmp_path / "elsewhere").stdout)
+    uri = outside["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.startswith("file:///") and uri.endswith("/a.py")
     assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 1}
     gh = run_ncclx("migrate", "--format", "github", ".", cwd=tmp_path)
     assert gh.stdout.startswith("::warning title=NCX101,file=a.py,line=2,col=1::NCX101 ")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
 
 from .. import __version__
 from ._model import FileResult, Finding, FixKind
@@ -93,6 +96,19 @@ def render_github(results: Sequence[FileResult], files_scanned: int) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _artifact(path: str) -> dict[str, str]:
+    """A SARIF artifactLocation: relative to the working directory (what GitHub code
+    scanning resolves against the checkout) when the file is under it, else a file URI."""
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(Path.cwd().resolve()) if p.is_absolute() else Path(os.path.normpath(path))
+    except ValueError:
+        return {"uri": p.resolve().as_uri()}
+    if rel.parts and rel.parts[0] == "..":
+        return {"uri": p.resolve().as_uri()}
+    return {"uri": quote(rel.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
 def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
     rules = [
         {
@@ -115,7 +131,7 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": f.path.replace("\\", "/").lstrip("./") if f.path.startswith("./") else f.path.replace("\\", "/")},
+                    "artifactLocation": _artifact(f.path),
                     "region": {"startLine": f.line, "startColumn": f.column},
                 }
             }],
@@ -137,6 +153,7 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
                 "informationUri": _DOCS,
                 "rules": rules,
             }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": sarif_results,
             "invocations": [{
                 "executionSuccessful": not notifications,
