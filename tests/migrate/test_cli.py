@@ -275,3 +275,11 @@ def test_tracked_file_matching_an_ignore_pattern_is_scanned(tmp_path: Path) -> N
     subprocess.run([*git, "add", "-f", "gen/keep.py"], check=True)
     doc = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)
     assert sorted({f["path"] for f in doc["findings"]}) == ["gen/keep.py"]
+
+
+def test_stdin_keeps_bom_and_crlf(tmp_path: Path) -> None:
+    from tests.conftest import ncclx_exe
+
+    raw = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
+    proc = subprocess.run([ncclx_exe(), "migrate", "--write", "-"], input=raw, capture_output=True, cwd=tmp_path, timeout=60)
+    assert proc.stdout == "\ufeffimport os\r\nx = 1\r\n".encode()

@@ -108,7 +108,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
-        text, _bom = decode(raw)
+        text, bom = decode(raw)
     except ValueError as exc:
         result = FileResult(display, error=str(exc))
         click.echo(render(fmt, [result], 1), nl=False, err=mode.write or mode.diff)
@@ -120,7 +120,10 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
         f.path = display
     report = RunReport([Outcome(result)])
     if mode.write:
-        sys.stdout.write(result.new_text if result.new_text is not None else text)
+        out = result.new_text if result.new_text is not None else text
+        sys.stdout.flush()
+        sys.stdout.buffer.write((("\ufeff" if bom else "") + out).encode("utf-8"))
+        sys.stdout.buffer.flush()
         click.echo(render(fmt, report.results, 1), nl=False, err=True)
     elif mode.diff:
         if result.new_text is not None:
