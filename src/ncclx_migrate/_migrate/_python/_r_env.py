@@ -89,13 +89,15 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
     if len(node.targets) != 1:
         return
     t = node.targets[0].target
-    if not (isinstance(t, cst.Subscript) and _is_environ(a, t.value) and len(t.slice) == 1):
+    if not (isinstance(t, cst.Subscript) and len(t.slice) == 1):
         return
     idx = t.slice[0].slice
     if not (isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString)):
         return
     name = _str(idx.value)
-    if name is None:
+    # os.environ[K] = v, or any mapping keyed by a table name: env = os.environ.copy();
+    # env["TORCH_DIST_USE_NCCL2"] = "0" for a child process, a launcher's env_vars dict.
+    if name is None or (lookup(name) is None and not _is_environ(a, t.value)):
         return
     site = _new_site(a, node, name, idx.value, node.value)
     if site is None:
