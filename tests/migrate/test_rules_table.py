@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -40,6 +41,9 @@ def test_rules_command_lists_every_code() -> None:
     assert proc.returncode == 0, proc.stderr
     for r in RULES:
         assert r.code in proc.stdout
+    as_json = json.loads(run_ncclx("rules", "--format", "json").stdout)
+    assert [r["code"] for r in as_json] == [r.code for r in RULES]
+    assert all(set(r) == {"code", "name", "summary", "fix", "torch", "files"} for r in as_json)
 
 
 def test_explain_prints_doc_and_rejects_unknown() -> None:

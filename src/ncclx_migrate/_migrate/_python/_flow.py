@@ -92,4 +92,7 @@ def resolve(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None = None) -
         cands = [*f.fields.get(expr.attr.value, []), *f.argparse.get(expr.attr.value, [])]
         if len(cands) == 1 and isinstance(cands[0], cst.SimpleString):
             return cands[0]
+        if len(cands) == 1 and isinstance(cands[0], cst.Name):  # default=DEFAULT_BACKEND
+            value = a.scopes.single_value(cands[0].value, a.scopes.module_scope)
+            return value if isinstance(value, cst.SimpleString) else None
     return None
