@@ -6,7 +6,8 @@ Default root: the installed torch package (a real codebase nobody here wrote).  
 files/s and MB/s for (1) ``libcst.parse_module`` of every .py file, one process (the
 baseline), (2) ``ncclx migrate``'s runner (read, precheck, parse+rules where needed, --jobs
 processes), and the ratio; then (3) the same rules with the precheck off, and asserts the
-findings are identical (the precheck only skips files where no rule can fire).
+findings are identical (the precheck only skips files where no rule can fire).  Exits 1
+when the ratio misses the 10x target or a file errors.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def main() -> int:
     print(f"files: {len(files)}  size: {mb:.1f} MB  jobs: {args.jobs}  cpus: {os.cpu_count()}")
     print(f"libcst.parse_module, 1 process : {base:7.2f} s  {len(files) / base:8.1f} files/s  {mb / base:6.2f} MB/s")
     print(f"ncclx migrate (runner)         : {ours:7.2f} s  {len(files) / ours:8.1f} files/s  {mb / ours:6.2f} MB/s")
-    print(f"speed-up: {base / ours:.1f}x   findings: {len(found)}   errors: {len(errors)}")
+    ratio = base / ours
+    print(f"speed-up: {ratio:.1f}x (target >= 10x: {'met' if ratio >= 10 else 'MISSED'})   "
+          f"findings: {len(found)}   errors: {len(errors)}")
     if not args.skip_check:
         t0 = time.perf_counter()
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -84,7 +87,7 @@ def main() -> int:
         print(f"no precheck (all rules on every file, {args.jobs} processes): {time.perf_counter() - t0:.1f} s, findings: {len(full)}")
         assert full == found, f"precheck changed findings: {set(full) ^ set(found)}"
         print("findings identical with and without the precheck")
-    return 0
+    return 0 if ratio >= 10 and not errors else 1
 
 
 if __name__ == "__main__":
