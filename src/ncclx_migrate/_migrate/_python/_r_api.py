@@ -87,9 +87,11 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE, edits, imports)
 
 
+# Members whose use makes an isinstance mean "is it legacy?".  The NCCL version getters are
+# not among them: NCX111 moves instance calls to the class, which has them on every build.
 _LEGACY_USE = re.compile(
     r"\.(uid|_group_start|_group_end|_set_default_timeout|_is_initialized|comm_split_count|"
-    r"_set_enable_nan_check|get_runtime_nccl_version|get_build_nccl_version|NCCL_CTA_POLICY_\w+|"
+    r"_set_enable_nan_check|NCCL_CTA_POLICY_\w+|"
     r"split_from|split_color)\b|\bProcessGroupNCCL\s*\("
 )
 
