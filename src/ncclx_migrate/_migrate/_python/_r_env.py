@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup
+from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
 from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
 from ._edits import remove, remove_statement, string_like
@@ -28,6 +28,7 @@ _CODES = ("NCX101", "NCX102", "NCX120", "NCX122", "NCX123")
 _NAMES = sorted((v.name for v in ENV_VARS if v.kind is not EnvKind.CURRENT), key=len, reverse=True)
 ENV_PRECHECK = re.compile("|".join(re.escape(n) for n in _NAMES))
 _IN_TEXT = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in _NAMES) + r")=([^\s;&|'\"]*)")
+# Spellings, only for the wording: what a value does comes from _envvars.toggle_meaning.
 _FALSEY = {"false", "no", "off", "n", "f", ""}
 _TRUTHY = {"true", "yes", "on", "y", "t"}
 _SETTER_ATTRS = {"setdefault", "putenv", "setenv"}
@@ -261,7 +262,8 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
             'when "nccl" is first registered, so it has no effect here.'
         )
     removal = site.removal
-    if v == "0":
+    meaning = toggle_meaning(v) if v is not None else None  # the table's reading: only "0"/"1" count
+    if meaning == "rollback":
         a.report(site.node, "NCX101",
                  f'{TOGGLE_VAR}=0 rolls "nccl" back to legacy ProcessGroupNCCL on torch 2.15 '
                  "(a rollback announced for 2.15 only); remove it once the job runs on nccl2." + tail,
@@ -272,7 +274,7 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
                  'still builds nccl2 (and 2.14 stays on legacy, as if unset). Use "0" to roll back, '
                  "or remove it." + tail,
                  FixKind.UNSAFE, removal)
-    elif v == "1" or (v is not None and v.strip().lower() in _TRUTHY):
+    elif meaning == "opt-in" or (v is not None and v.strip().lower() in _TRUTHY):
         if target < (2, 15):
             if v != "1":
                 a.report(site.node, "NCX102",
