@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import _torchinfo as ti
 from .._envvars import TOGGLE_VAR, toggle_meaning
-from .._torchfacts import Phase, backend_entry_points, installed_torch_version, phase_for_version
+from .._torchfacts import Phase, installed_torch_version, phase_for_version
 from ._model import level_index
 
 __all__ = ["Facts", "Options"]
@@ -117,10 +117,6 @@ class Facts:
             return None
         m = re.match(r"(\d+)\.(\d+)", v)
         return (int(m.group(1)), int(m.group(2))) if m else None
-
-    @cached_property
-    def entry_points(self) -> dict[str, str]:
-        return backend_entry_points()
 
     @cached_property
     def providers(self) -> dict[str, list[str]]:
