@@ -68,7 +68,7 @@ def gpu_binding(f: Facts) -> CheckResult:
             cid, Status.FAIL,
             msg + f"; LOCAL_WORLD_SIZE={local_world} ranks share {count} GPU(s): NCCL fails with "
             '"Duplicate GPU detected"',
-            f"start at most {count} ranks per node (torchrun --nproc-per-node {count}), or expose one "
+            f"start at most {count} rank(s) per node (torchrun --nproc-per-node {count}), or expose one "
             "GPU per rank", details,
         )
     if local_rank is not None and local_rank >= count and nccl_like and local_world is None:
