@@ -99,6 +99,9 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     assert proc.stdout.startswith("--- a/a.py\n+++ b/a.py\n")
     assert '-os.environ["TORCH_DIST_USE_NCCL2"] = "1"' in proc.stdout
     assert (tmp_path / "a.py").read_text() == REDUNDANT
+    # The summary on stderr says what --write would do, not that anything was fixed.
+    assert "NCX102 [would fix]" in proc.stderr and "[fixed]" not in proc.stderr
+    assert "would be fixed by --write" in proc.stderr
     assert run_ncclx("migrate", "--diff", "--write", ".", cwd=tmp_path).returncode == 2
 
 

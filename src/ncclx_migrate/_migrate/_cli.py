@@ -96,7 +96,8 @@ def migrate(
             if o.diff:
                 click.echo(o.diff, nl=False)
         if fmt == "text":
-            click.echo(render(fmt, results, report.files_scanned), nl=False, err=True)
+            dry = mode.diff and not mode.write
+            click.echo(render(fmt, results, report.files_scanned, dry), nl=False, err=True)
         else:
             click.echo(render(fmt, results, report.files_scanned), nl=False)
     else:
@@ -130,7 +131,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
             from ._runner import _unified
 
             sys.stdout.write(_unified(display, text, result.new_text))
-        click.echo(render(fmt, report.results, 1), nl=False, err=True)
+        click.echo(render(fmt, report.results, 1, dry_run=True), nl=False, err=True)
     else:
         click.echo(render(fmt, report.results, 1), nl=False)
     return _exit_code(report.results, mode)

@@ -39,9 +39,9 @@ def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _marker(f: Finding) -> str:
+def _marker(f: Finding, dry_run: bool) -> str:
     if f.applied:
-        return "[fixed] "
+        return "[would fix] " if dry_run else "[fixed] "
     if f.fix is FixKind.SAFE:
         return "[*] "
     if f.fix is FixKind.UNSAFE:
@@ -49,11 +49,12 @@ def _marker(f: Finding) -> str:
     return ""
 
 
-def render_text(results: Sequence[FileResult], files_scanned: int) -> str:
+def render_text(results: Sequence[FileResult], files_scanned: int, dry_run: bool = False) -> str:
+    """``dry_run``: --diff without --write, so "applied" fixes were only shown, not written."""
     lines = []
     findings = _all_findings(results)
     for f in findings:
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code} {_marker(f)}{f.message}")
+        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code} {_marker(f, dry_run)}{f.message}")
     for e in _errors(results):
         lines.append(f"{e['path']}: error: {e['message']}")
     left = [f for f in findings if not f.applied]
@@ -62,7 +63,8 @@ def render_text(results: Sequence[FileResult], files_scanned: int) -> str:
     unsafe = sum(1 for f in left if f.fix is FixKind.UNSAFE)
     summary = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files_scanned} file{'s' if files_scanned != 1 else ''}"
     if fixed:
-        summary += f" ({fixed} fixed, {len(left)} left)"
+        done = "would be fixed by --write" if dry_run else "fixed"
+        summary += f" ({fixed} {done}, {len(left)} left)"
     summary += "."
     if safe:
         summary += f" {safe} fixable with --write ([*])."
@@ -164,7 +166,11 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def render(fmt: str, results: Sequence[FileResult], files_scanned: int) -> str:
+def render(
+    fmt: str, results: Sequence[FileResult], files_scanned: int, dry_run: bool = False
+) -> str:
+    if fmt == "text":
+        return render_text(results, files_scanned, dry_run)
     return {
         "text": render_text,
         "json": render_json,
