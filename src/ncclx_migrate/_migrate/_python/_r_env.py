@@ -215,7 +215,9 @@ def _pg_creations(a: Analyzer) -> list[tuple[cst.CSTNode | None, int, str, cst.C
 @on(cst.Call, "NCX101", "NCX102")
 def _pg_creation(a: Analyzer, node: cst.Call) -> None:
     m = a.dist(node.func)
-    if m in ("init_process_group", "new_group", "is_backend_available", "new_subgroups"):
+    # is_backend_available("nccl") does not register "nccl" (it returns is_nccl_available()
+    # first: distributed_c10d.py:2079-2088, 2.15.0), so it does not consume the toggle.
+    if m in ("init_process_group", "new_group", "new_subgroups"):
         _pg_creations(a).append((a.enclosing_function(), a.order, m, node))
 
 
