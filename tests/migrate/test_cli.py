@@ -286,3 +286,20 @@ def test_stdin_keeps_bom_and_crlf(tmp_path: Path) -> None:
     raw = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
     proc = subprocess.run([ncclx_exe(), "migrate", "--write", "-"], input=raw, capture_output=True, cwd=tmp_path, timeout=60)
     assert proc.stdout == "\ufeffimport os\r\nx = 1\r\n".encode()
+
+
+def test_toggle_set_after_the_first_group_says_it_has_no_effect(tmp_path: Path) -> None:
+    tree(tmp_path, {"late.py": (
+        "import os\nimport torch.distributed as dist\n\n"
+        "dist.is_backend_available('nccl')\n"  # does not register "nccl": not too late yet
+        "os.environ['TORCH_DIST_USE_NCCL2'] = '0'\n"
+        "dist.init_process_group('nccl')\n"
+        "os.environ['TORCH_DIST_USE_NCCL2'] = '0'\n"
+    )})
+    proc = run_ncclx("migrate", "late.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stdout.splitlines() if "NCX101" in ln]
+    assert len(lines) == 2
+    assert lines[0].startswith("late.py:5:1: NCX101") and "comes after" not in lines[0]
+    assert lines[1].startswith("late.py:7:1: NCX101")
+    assert "comes after init_process_group() on line 6" in lines[1] and "no effect" in lines[1]
