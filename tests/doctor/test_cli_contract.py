@@ -159,3 +159,19 @@ def test_a_crashing_check_becomes_that_checks_error(monkeypatch: pytest.MonkeyPa
     assert "OSError: disk on fire" in nccl["message"]
     assert check(report, "env-vars")["status"] in ("ok", "warn")  # the others still ran
     assert result.exit_code == 1
+
+
+def test_the_cli_itself_never_warns_about_the_environment_it_reports() -> None:
+    # `import ncclx_migrate` warns training code about the toggle and starts the hang
+    # watchdog; the ncclx command imports the package too, but reports the environment
+    # instead: NCCLX_WARNINGS=error (a CI setting) must not crash it with a traceback.
+    env = {"TORCH_DIST_USE_NCCL2": "0", "NCCLX_WARNINGS": "error", "NCCLX_HANG_DUMP": "abc",
+           "TORCH_NCCL_BLOCKING_WAIT": "1"}
+    for cmd in ([ncclx_exe()], [sys.executable, "-m", "ncclx_migrate"]):
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL", "NCCLX_"))}
+        proc = subprocess.run([*cmd, "doctor", "--level", "static", "--json", "--check", "legacy-toggle"],
+                              capture_output=True, text=True, env={**base, **env, "NO_COLOR": "1"}, timeout=60)
+        assert proc.stderr == "", proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["checks"][0]["status"] == "warn"
+        assert proc.returncode == 0
