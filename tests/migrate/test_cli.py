@@ -105,6 +105,16 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     assert run_ncclx("migrate", "--diff", "--write", ".", cwd=tmp_path).returncode == 2
 
 
+def test_diff_with_json_keeps_stdout_a_diff_and_the_report_parseable(tmp_path: Path) -> None:
+    # The diff alone on stdout (so it can be piped to `git apply`), the JSON report on stderr.
+    tree(tmp_path, {"a.py": REDUNDANT})
+    proc = run_ncclx("migrate", "--diff", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("--- a/a.py\n") and "schema" not in proc.stdout
+    doc = json.loads(proc.stderr)
+    assert [(f["code"], f["applied"]) for f in doc["findings"]] == [("NCX102", True)]
+
+
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:
     crlf = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
     untouched = b"# -*- coding: utf-8 -*-\r\nimport torch  \r\n"

@@ -95,11 +95,8 @@ def migrate(
         for o in report.outcomes:
             if o.diff:
                 click.echo(o.diff, nl=False)
-        if fmt == "text":
-            dry = mode.diff and not mode.write
-            click.echo(render(fmt, results, report.files_scanned, dry), nl=False, err=True)
-        else:
-            click.echo(render(fmt, results, report.files_scanned), nl=False)
+        # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
+        click.echo(render(fmt, results, report.files_scanned, True), nl=False, err=True)
     else:
         click.echo(render(fmt, results, report.files_scanned), nl=False)
     sys.exit(_exit_code(results, mode))
