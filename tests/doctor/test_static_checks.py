@@ -57,6 +57,8 @@ def test_env_vars_name_each_deprecated_or_ignored_variable_with_its_replacement(
     assert set(names) == set(env)
     assert names["TORCH_NCCL_TRACE_BUFFER_SIZE"]["replacement"] == "TORCH_FR_BUFFER_SIZE"
     assert "add TORCH_FR_BUFFER_SIZE" in result["remedy"]
+    # The remedy names a real ncclx migrate option (the one that rewrites launch scripts).
+    assert "ncclx migrate --write" in result["remedy"] and "--fix" not in result["remedy"]
     assert "TORCH_NCCL_ENABLE_MONITORING: ignored by nccl2" in result["message"]
     # Under a legacy rollback the monitoring variable IS read: not a finding.
     legacy = doctor_json(*STATIC, "--backend", "nccl", "--check", "env-vars",

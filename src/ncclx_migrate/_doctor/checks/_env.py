@@ -76,5 +76,5 @@ def env_vars(f: Facts) -> CheckResult:
             msg += " (" + ", ".join(notes) + ")"
         return CheckResult(cid, Status.OK, msg + extra, "", details)
     msg = "; ".join(f"{i['name']}: {i['finding']}" for i in items) + extra
-    remedy = "; ".join(str(i["remedy"]) for i in items) + " (ncclx migrate --fix rewrites scripts)"
+    remedy = "; ".join(str(i["remedy"]) for i in items) + " (ncclx migrate --write PATH rewrites scripts)"
     return CheckResult(cid, Status.WARN, msg, remedy, details)
