@@ -91,6 +91,14 @@ def test_missing_folder(tmp_path: Path) -> None:
     _one_line_error(err, "nope", "no such folder")
 
 
+def test_a_dump_file_instead_of_its_folder(tmp_path: Path) -> None:
+    dump = tmp_path / "fr_trace_0"
+    dump.write_bytes(b"x")
+    code, _, err = _analyze(dump)
+    assert code == 2
+    _one_line_error(err, "fr_trace_0", "is a file, not a folder", str(tmp_path))
+
+
 def test_empty_file(tmp_path: Path) -> None:
     (tmp_path / "fr_0").write_bytes(b"")
     code, _, err = _analyze(tmp_path)

@@ -201,6 +201,8 @@ def infer_prefix(names: list[str], folder: Path) -> str:
 
 def load_dir(folder: Path, prefix: str | None = None) -> DumpSet:
     """Load ``<prefix><rank>`` files (and ncclx's extra-recorder files) and repair them."""
+    if folder.is_file():
+        raise DumpError(f"{folder}: is a file, not a folder; pass the folder that holds the dumps ({folder.parent})")
     if not folder.is_dir():
         raise DumpError(f"{folder}: no such folder")
     names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
