@@ -115,6 +115,19 @@ def test_diff_with_json_keeps_stdout_a_diff_and_the_report_parseable(tmp_path: P
     assert [(f["code"], f["applied"]) for f in doc["findings"]] == [("NCX102", True)]
 
 
+def test_diff_reports_positions_in_the_unchanged_file(tmp_path: Path) -> None:
+    # --diff writes nothing, so a finding that stays points at its line in the file as it is,
+    # not where it would land once the fix removed the line above it.
+    tree(tmp_path, {"a.py": REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'})
+    proc = run_ncclx("migrate", "--diff", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "a.py:2:1: NCX102 [would fix]" in proc.stderr
+    assert "a.py:3:1: NCX101 [unsafe-fix]" in proc.stderr, proc.stderr
+    piped = run_ncclx("migrate", "--diff", "--target-torch", "2.15", "-",
+                      input=REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n', cwd=tmp_path)
+    assert "-:3:1: NCX101 [unsafe-fix]" in piped.stderr, piped.stderr
+
+
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:
     crlf = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
     untouched = b"# -*- coding: utf-8 -*-\r\nimport torch  \r\n"
