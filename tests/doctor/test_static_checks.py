@@ -30,6 +30,18 @@ def test_rollback_toggle_warns_and_fails_for_2_16() -> None:
     assert "unset TORCH_DIST_USE_NCCL2" in failed["remedy"]
 
 
+def test_a_job_that_names_nccl_legacy_warns_and_fails_for_2_16() -> None:
+    # backend="nccl-legacy" is the rollback too, with no environment variable set.
+    args = (*STATIC, "--backend", "nccl-legacy", "--check", "legacy-toggle")
+    toggle = check(doctor_json(*args, expect_rc=0), "legacy-toggle")
+    assert toggle["status"] == "warn"
+    assert 'backend "nccl-legacy"' in toggle["message"] and "announced for 2.15 only" in toggle["message"]
+    failed = check(doctor_json(*args, "--target-torch", "2.16", expect_rc=1), "legacy-toggle")
+    assert failed["status"] == "fail"
+    assert "torch 2.16" in failed["message"]
+    assert 'backend="nccl"' in failed["remedy"]
+
+
 @pytest.mark.parametrize("value", ["false", "no", "", "False"])
 def test_falsey_spellings_do_not_roll_back(value: str) -> None:
     report = doctor_json(*STATIC, "--check", "legacy-toggle", "--check", "nccl-resolution",

@@ -152,6 +152,27 @@ def legacy_toggle(f: Facts) -> CheckResult:
         avail = "nccl-legacy comes from ncclx-migrate's shim (torch has none; it warns when used)"
     else:
         avail = "nccl-legacy is not available"
+    if (f.options.backend or "").strip().lower() == "nccl-legacy" and meaning != "rollback":
+        # The job names the rollback itself (--backend nccl-legacy): judged like the toggle.
+        if judged is Phase.ROLLBACK_GONE:
+            where = f"torch {target[0]}.{target[1]}" if target else "this torch"
+            return CheckResult(
+                cid, Status.FAIL,
+                f'the job\'s backend "nccl-legacy" is the legacy rollback, which {where} no longer has '
+                "(announced for 2.15 only); only ncclx-migrate's shim keeps the name, with a warning",
+                'use backend="nccl" and fix what needed legacy (ncclx migrate PATH lists the code '
+                "patterns); or pin torch<2.16",
+                details,
+            )
+        if phase is Phase.DEFAULT:
+            return CheckResult(
+                cid, Status.WARN,
+                f'the job\'s backend "nccl-legacy" builds the legacy ProcessGroupNCCL, a rollback '
+                f"announced for 2.15 only; {avail}",
+                'move to backend="nccl" once the job runs on nccl2 (check with ncclx doctor '
+                "--target-torch 2.16); ncclx migrate PATH finds code that needs legacy",
+                details,
+            )
     if meaning == "unset":
         return CheckResult(cid, Status.OK, f"{TOGGLE_VAR} is not set; {avail}", "", details)
     shown = f"{TOGGLE_VAR}={value!r}"
