@@ -213,6 +213,22 @@ def test_symlinks_out_of_root_not_followed(tmp_path: Path) -> None:
     assert (outside / "o.py").read_text() == TOGGLE
 
 
+def test_symlinked_file_inside_root_stays_a_link(tmp_path: Path) -> None:
+    # A link to a file in the tree (a shared launch config, a symlinked .env): --write fixes
+    # the target once and leaves the link a link; the file is reported once, at its real path.
+    root = tree(tmp_path, {"real/a.py": REDUNDANT})
+    (root / "link.py").symlink_to("real/a.py")
+    proc = run_ncclx("migrate", "--write", "--format", "json", ".", cwd=root)
+    assert proc.returncode == 0, proc.stdout
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["real/a.py"]
+    assert (root / "link.py").is_symlink()
+    assert (root / "real/a.py").read_text() == "import os\n"
+    (root / "real/a.py").write_text(REDUNDANT)
+    run_ncclx("migrate", "--write", "link.py", cwd=root)  # named explicitly: written through the link
+    assert (root / "link.py").is_symlink()
+    assert (root / "real/a.py").read_text() == "import os\n"
+
+
 def test_jobs_gives_same_result(tmp_path: Path) -> None:
     tree(tmp_path, {f"m{i}.py": (TOGGLE if i % 3 else CLEAN) for i in range(40)})
     one = json.loads(run_ncclx("migrate", "--format", "json", "-j", "1", ".", cwd=tmp_path).stdout)

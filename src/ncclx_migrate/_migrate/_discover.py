@@ -72,6 +72,7 @@ def discover(roots: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
             continue
         real_root = root.resolve()
         found: list[str] = []
+        linked: dict[str, Path] = {}  # link (relative) -> its target, for the dedupe below
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             d = Path(dirpath)
             keep = []
@@ -87,15 +88,20 @@ def discover(roots: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
                 f = d / name
                 if f.is_symlink():
                     try:
-                        f.resolve().relative_to(real_root)
+                        target = f.resolve()
+                        target.relative_to(real_root)
                     except (ValueError, OSError):
                         continue  # link out of the root
+                    linked[str(f.relative_to(root)).replace(os.sep, "/")] = target
                 found.append(str(f.relative_to(root)).replace(os.sep, "/"))
         found = [r for r in found if not excluded(r, exclude)]
         # A root the user named explicitly is scanned even if git ignores it (a venv, a
         # vendored tree): ignore rules then apply only below it, as seen from git.
         root_ignored = bool(_git_ignored(real_root.parent, [real_root.name]))
         ignored = set() if root_ignored else _git_ignored(root, found)
+        # A link to a file the walk also takes is that file: scan (and report) it once.
+        reached = {real_root / r for r in found if r not in linked and r not in ignored}
+        ignored |= {r for r in linked if linked[r] in reached}
         for rel in found:
             if rel in ignored:
                 continue

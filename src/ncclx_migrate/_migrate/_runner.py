@@ -89,6 +89,7 @@ def _claims(path: str) -> bool:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
+    path = os.path.realpath(path)  # through a symlink: replacing the link would break it
     st = os.stat(path)
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ncclx-", suffix=".tmp", dir=d)
