@@ -164,6 +164,12 @@ def test_torch_without_nccl2_falls_back_to_legacy_with_a_warning(user_script) ->
     assert res.returncode == 1
     assert f"BackendSelectionError: torch {MINOR} has no nccl2 and NCCLX_REQUIRE_NCCL2=1 requires it" in res.stderr
 
+    # Only "1" requires nccl2 (as only "0"/"1" count for torch's toggle); another value says so.
+    res = script.run({"NCCLX_REQUIRE_NCCL2": "yes"})
+    assert res.returncode == 0 and res.stdout.strip() == "legacy", res.stderr
+    (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
+    assert "NCCLX_REQUIRE_NCCL2='yes' is not \"1\", so it does not apply" in w.text
+
 
 GPU = """
 import sys

@@ -85,16 +85,19 @@ def use_nccl2() -> str:
     install_legacy_shim()
     if getattr(mod, "_create_nccl2_process_group", None) is None:
         major, minor = torch_version()
-        if os.environ.get(_REQUIRE) == "1":
+        require = os.environ.get(_REQUIRE, "")
+        if require == "1":
             raise BackendSelectionError(
                 f"torch {major}.{minor} has no nccl2 and {_REQUIRE}=1 requires it: "
                 "upgrade to torch 2.14 or later, or unset NCCLX_REQUIRE_NCCL2 to run the legacy backend"
             )
+        # A "true"/"yes" that silently falls back would defeat the variable: say it did not apply.
+        ignored = f' ({_REQUIRE}={require!r} is not "1", so it does not apply)' if require not in ("", "0") else ""
         warn_legacy(
             "NCX103",
             f'torch {major}.{minor} has no nccl2, so "nccl" builds the legacy ProcessGroupNCCL. '
             "Migrate: upgrade to torch 2.14+ (use_nccl2() then selects nccl2), or set "
-            f"{_REQUIRE}=1 to fail instead of falling back.",
+            f"{_REQUIRE}=1 to fail instead of falling back.{ignored}",
             key="use_nccl2:no-nccl2",
         )
         return "legacy"
