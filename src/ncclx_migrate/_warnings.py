@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
     from types import FrameType
 
-__all__ = ["MODES", "LegacyNCCLWarning", "reset_for_tests", "warn_legacy", "warnings_mode"]
+__all__ = ["MODES", "LegacyNCCLWarning", "emit_user_warning", "reset_for_tests", "warn_legacy", "warnings_mode"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # importlib's Python frames: import_module() and EntryPoint.load(), through which torch's
@@ -130,6 +130,10 @@ def _emit(text: str, category: type[Warning]) -> None:
         registry=globs.setdefault("__warningregistry__", {}),
         # No module_globals: for `python -c` its loader raises ImportError.
     )
+
+
+# For this package's other warnings (e.g. a bad NCCLX_HANG_DUMP): same attribution.
+emit_user_warning = _emit
 
 
 def warn_legacy(code: str, message: str, *, key: Hashable | None = None) -> None:

@@ -157,8 +157,10 @@ def test_import_with_env_var_starts_a_thread_but_not_torch() -> None:
 
 
 def test_bad_env_value_warns_in_one_line() -> None:
-    res = _py("import ncclx_migrate", NCCLX_HANG_DUMP="soon")
+    res = _py("import os\nimport ncclx_migrate", NCCLX_HANG_DUMP="soon")
     assert res.returncode == 0
+    # Attributed to the user's import line, not to ncclx_migrate's own files.
+    assert res.stderr.startswith("<string>:2: RuntimeWarning: "), res.stderr
     assert "NCCLX_HANG_DUMP='soon' is not a number of seconds > 0; the hang watchdog is off" in res.stderr
     assert "Traceback" not in res.stderr
 

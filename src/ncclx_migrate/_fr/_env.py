@@ -8,7 +8,8 @@ happens beyond one ``os.environ`` lookup.
 from __future__ import annotations
 
 import os
-import warnings
+
+from .._warnings import emit_user_warning
 
 __all__ = ["ENV_VAR", "start_from_env"]
 
@@ -25,11 +26,10 @@ def start_from_env() -> None:
     try:
         seconds = parse_seconds(value)
     except ValueError:
-        warnings.warn(
+        emit_user_warning(
             f"{ENV_VAR}={value!r} is not a number of seconds > 0; the hang watchdog is off "
             f"(set e.g. {ENV_VAR}=300, or unset it)",
             RuntimeWarning,
-            stacklevel=2,
         )
         return
     enable(seconds)
