@@ -8,7 +8,8 @@ dropped and the file reported as an error, which would be a bug in a rule).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -176,10 +177,29 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
     return result
 
 
+def _blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The blank lines before the first comment line of a statement's leading lines."""
+    head = []
+    for el in lines:
+        if el.comment is not None:
+            break
+        head.append(el)
+    return head
+
+
 class _Apply(cst.CSTTransformer):
     def __init__(self, edits: dict[int, list[Edit]]) -> None:
         super().__init__()
         self.edits = edits
+        # Blank lines that separated a removed statement from the code above it; they go to
+        # the next statement (the comment lines above a removed statement go with it).
+        self.carry: list[cst.EmptyLine] = []
+        self.carry_to: dict[int, list[cst.EmptyLine]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.carry and isinstance(node, cst.BaseStatement):
+            self.carry_to[id(node)], self.carry = self.carry, []
+        return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
         result = super().on_leave(original_node, updated_node)
@@ -187,7 +207,28 @@ class _Apply(cst.CSTTransformer):
             if not isinstance(result, cst.CSTNode):
                 break
             result = edit(result)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            carried = self.carry_to.pop(id(original_node), [])
+            if isinstance(result, cst.RemovalSentinel):
+                self.carry = carried or _blank_head(original_node.leading_lines)
+            elif (carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+                  and not _blank_head(result.leading_lines)):
+                result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
         return result
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        return updated_node.with_changes(elements=_last_comma(original_node.elements, updated_node.elements))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args))
+
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr | cst.RemovalSentinel:
+        # m.update({K: v}) / m.update(K=v) whose every item was removed: drop the no-op call.
+        old, new = original_node.value, updated_node.value
+        if (isinstance(old, cst.Call) and isinstance(new, cst.Call) and isinstance(new.func, cst.Attribute)
+                and new.func.attr.value == "update" and old.args and _emptied(old.args, new.args)):
+            return cst.RemoveFromParent()
+        return updated_node
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         if not updated_node.body:
@@ -207,6 +248,26 @@ class _Apply(cst.CSTTransformer):
         if not updated_node.body:
             return cst.RemoveFromParent()
         return updated_node
+
+
+_Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
+
+
+def _last_comma(old: Sequence[_Item], new: Sequence[_Item]) -> Sequence[_Item]:
+    """After items were removed, the last one left takes the comma (and so the layout up to
+    the closing bracket) of the old last one: no dangling ``, `` is left behind."""
+    if not new or len(new) >= len(old):
+        return new
+    items = list(new)
+    items[-1] = items[-1].with_changes(comma=old[-1].comma)
+    return items
+
+
+def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
+    if not new:
+        return True
+    return (len(new) == 1 == len(old) and isinstance(new[0].value, cst.Dict) and not new[0].value.elements
+            and isinstance(old[0].value, cst.Dict) and bool(old[0].value.elements))
 
 
 def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
