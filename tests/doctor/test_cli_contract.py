@@ -72,6 +72,8 @@ def test_no_gpu_is_a_warning_and_exit_0_unless_strict_or_required() -> None:
         (["--target-torch", "two"], "two"),
         (["--timeout", "0"], "positive"),
         (["--timeout", "soon"], "soon"),
+        (["--timeout", "inf"], "finite"),  # every probe and gather must stay bounded
+        (["--timeout", "1e400"], "finite"),
     ],
 )
 def test_usage_errors_exit_2_with_one_clear_line(args: list[str], needle: str) -> None:

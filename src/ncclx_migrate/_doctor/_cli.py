@@ -52,8 +52,8 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 
 
 def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not value > 0:
-        raise click.BadParameter("must be a positive number of seconds")
+    if not 0 < value < float("inf"):  # inf would unbound every probe and gather
+        raise click.BadParameter("must be a positive, finite number of seconds")
     return value
 
 
