@@ -175,6 +175,9 @@ def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("torch>=2.14,<2.16\n")
     proc = run_ncclx("migrate", ".", cwd=tmp_path)
     assert proc.returncode == 0 and "target torch 2.14 (from" in proc.stderr
+    # ">2.14" still allows 2.14.1 (PEP 440), so 2.14 is the oldest torch the code must run on.
+    (tmp_path / "requirements.txt").write_text("torch>2.14\n")
+    assert "target torch 2.14 (from" in run_ncclx("migrate", ".", cwd=tmp_path).stderr
     (tmp_path / "requirements.txt").unlink()
     (tmp_path / "pyproject.toml").write_text('[project]\nname="x"\ndependencies=["torch==2.15.*"]\n')
     assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1

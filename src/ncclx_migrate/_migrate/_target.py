@@ -34,10 +34,9 @@ def _floor(req_text: str) -> tuple[int, int] | None:
             v = Version(spec.version.replace(".*", ""))
         except InvalidVersion:
             continue
-        if spec.operator in (">=", "==", "~=", "==="):
+        # ">2.14" still allows 2.14.1 (PEP 440), so its floor is 2.14 as for ">=".
+        if spec.operator in (">=", ">", "==", "~=", "==="):
             floors.append((v.major, v.minor))
-        elif spec.operator == ">":
-            floors.append((v.major, v.minor + (1 if len(v.release) <= 2 else 0)))
     return min(floors) if floors else None
 
 
