@@ -7,7 +7,9 @@ dropped and the file reported as an error, which would be a bug in a rule).
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -138,6 +140,37 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
     return result
 
 
+def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:
+    """:func:`suppressions` from real comments only (not from text inside a string)."""
+    table = suppressions(source)
+    if not table:
+        return table
+    comment_lines: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT and "ncclx:" in tok.string:
+                comment_lines.add(tok.start[0])
+    except (tokenize.TokenError, SyntaxError):
+        return table  # syntax newer than this Python's tokenizer: keep the text table
+    return {line: codes for line, codes in table.items() if line in comment_lines}
+
+
+def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, int]]:
+    """(first, last) line of every multi-line simple statement: an ignore comment on either
+    counts for the findings inside it."""
+    spans: list[tuple[int, int]] = []
+
+    class _Lines(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            rng = analyzer.pos(node)
+            if rng.end.line > rng.start.line:
+                spans.append((rng.start.line, rng.end.line))
+            return False
+
+    module.visit(_Lines())
+    return spans
+
+
 def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileResult:
     active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
@@ -156,11 +189,13 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
         module.visit(analyzer)
     except RecursionError:
         return FileResult(path=path, error="cannot analyse: too deeply nested")
-    table = suppressions(source)
+    table = _comment_suppressions(source)
+    spans = _statement_spans(module, analyzer) if table and analyzer.pending else []
     kept: list[Pending] = []
     for p in analyzer.pending:
         f = p.finding
-        if f.code not in active or is_suppressed(f.code, p.lines, table):
+        lines = p.lines + tuple(x for a, b in spans if a <= min(p.lines) and max(p.lines) <= b for x in (a, b))
+        if f.code not in active or is_suppressed(f.code, lines, table):
             continue
         kept.append(p)
     kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
@@ -217,9 +252,16 @@ class _Apply(cst.CSTTransformer):
         return result
 
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        if original_node.elements and not updated_node.elements:  # {} (keeping a comment after "{")
+            return updated_node.with_changes(
+                lbrace=cst.LeftCurlyBrace(whitespace_after=_closed(updated_node.lbrace.whitespace_after)),
+                rbrace=cst.RightCurlyBrace(whitespace_before=cst.SimpleWhitespace("")),
+            )
         return updated_node.with_changes(elements=_last_comma(original_node.elements, updated_node.elements))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if original_node.args and not updated_node.args:
+            return updated_node.with_changes(whitespace_before_args=_closed(updated_node.whitespace_before_args))
         return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args))
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr | cst.RemovalSentinel:
@@ -247,6 +289,9 @@ class _Apply(cst.CSTTransformer):
     ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
         if not updated_node.body:
             return cst.RemoveFromParent()
+        if len(updated_node.body) < len(original_node.body):  # no dangling "; " after the last one left
+            last = updated_node.body[-1].with_changes(semicolon=original_node.body[-1].semicolon)
+            return updated_node.with_changes(body=[*updated_node.body[:-1], last])
         return updated_node
 
 
@@ -261,6 +306,14 @@ def _last_comma(old: Sequence[_Item], new: Sequence[_Item]) -> Sequence[_Item]:
     items = list(new)
     items[-1] = items[-1].with_changes(comma=old[-1].comma)
     return items
+
+
+def _closed(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace after an opening bracket whose items are all gone: none, or only the
+    comment that followed the bracket (then the closing bracket starts the next line)."""
+    if isinstance(ws, cst.ParenthesizedWhitespace) and ws.first_line.comment is not None:
+        return ws.with_changes(empty_lines=[], indent=False, last_line=cst.SimpleWhitespace(""))
+    return cst.SimpleWhitespace("")
 
 
 def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
