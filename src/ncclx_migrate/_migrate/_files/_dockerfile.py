@@ -9,7 +9,15 @@ import json
 import re
 
 from ._checks import Collector, EnvAssign
-from ._shell import Ctx, Word, _read_word, analyze_words, balanced, scan_shell_range
+from ._shell import (
+    Ctx,
+    Word,
+    _read_word,
+    analyze_words,
+    balanced,
+    continued_lines,
+    scan_shell_range,
+)
 from ._text import Edit, LineIndex, remove_word
 
 __all__ = ["scan_dockerfile"]
@@ -67,6 +75,7 @@ def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
 def scan_dockerfile(text: str, sink: Collector) -> None:
     index = LineIndex(text)
     ctx = Ctx(text, sink)
+    continued_lines(text, sink)
     for first, last in _instructions(index):
         if first > 0 and index.line_text(first - 1).lstrip().startswith("#"):
             for n in range(first, last + 1):

@@ -538,6 +538,21 @@ def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:
         analyze_words(ctx, cmd.words, cmd.directive)
 
 
+def continued_lines(text: str, sink: Collector) -> None:
+    """A command continued with a trailing backslash can hold a comment only on its last
+    line, so an ignore there covers each of its lines (0-based, as ``extra_suppress``)."""
+    lines = text.splitlines()
+    n = 0
+    while n < len(lines):
+        last = n
+        while last < len(lines) - 1 and (len(lines[last]) - len(lines[last].rstrip("\\"))) % 2 == 1:
+            last += 1
+        for k in range(n, last):
+            sink.extra_suppress.setdefault(k, []).append(last)
+        n = last + 1
+
+
 def scan_shell(path: str, text: str, sink: Collector) -> None:
+    continued_lines(text, sink)
     scan_shell_range(Ctx(text, sink), 0, len(text))
 
