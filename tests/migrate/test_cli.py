@@ -126,6 +126,12 @@ def test_diff_reports_positions_in_the_unchanged_file(tmp_path: Path) -> None:
     piped = run_ncclx("migrate", "--diff", "--target-torch", "2.15", "-",
                       input=REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n', cwd=tmp_path)
     assert "-:3:1: NCX101 [unsafe-fix]" in piped.stderr, piped.stderr
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": [*REDUNDANT.splitlines(keepends=True), 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n']}
+    (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                   "nbformat_minor": 5}, indent=1) + "\n")
+    nb = run_ncclx("migrate", "--diff", "n.ipynb", cwd=tmp_path)
+    assert "n.ipynb:11:6: NCX101 [unsafe-fix] cell 1, line 3:" in nb.stderr, nb.stderr
 
 
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def migrate(
         target_torch=target,
         apply_safe=write or diff,
         apply_unsafe=unsafe_fixes and (write or diff),
+        dry_run=diff,
         use_shim=use_shim,
         select=_prefixes(select),
         ignore=_prefixes(ignore),
@@ -125,10 +126,8 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
         click.echo(render(fmt, report.results, 1), nl=False, err=True)
     elif mode.diff:
         if result.new_text is not None:
-            from ._runner import _point_into, _unified
+            from ._runner import _unified
 
-            if kind_path == "-" or kind_path.endswith((".py", ".pyw")):
-                _point_into(text, result)
             sys.stdout.write(_unified(display, text, result.new_text))
         click.echo(render(fmt, report.results, 1, dry_run=True), nl=False, err=True)
     else:

@@ -57,6 +57,7 @@ class Options:
     target_torch: tuple[int, int] = (2, 15)
     apply_safe: bool = False  # --write / --diff
     apply_unsafe: bool = False  # --unsafe-fixes (with --write or --diff)
+    dry_run: bool = False  # --diff: nothing is written, so positions point into the text as it is
     use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()

@@ -112,21 +112,6 @@ def _unified(path: str, old: str, new: str) -> str:
     ))
 
 
-def _point_into(old: str, result: FileResult) -> None:
-    """Move the Python findings left unfixed (which point into the fixed text, see
-    ``transform_source``) back to their lines in ``old``: --diff writes nothing."""
-    assert result.new_text is not None
-    back: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), result.new_text.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for j in range(j1, j2):
-            back[j + 1] = i1 + 1 + (j - j1 if tag == "equal" else min(j - j1, max(i2 - i1 - 1, 0)))
-    for f in result.findings:
-        if not f.applied:
-            f.line = back.get(f.line, f.line)
-    result.findings.sort(key=lambda f: (f.line, f.column, f.code))
-
-
 def process_file(path: str, options: Options, mode: Mode) -> Outcome:
     """Read, scan, and (in write mode) rewrite one file.  Never raises."""
     try:
@@ -153,8 +138,6 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path), scanned=False)
     out = Outcome(result)
     if result.new_text is not None and result.error is None:
-        if mode.diff and not mode.write and path.endswith((".py", ".pyw")):
-            _point_into(text, result)
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
         if mode.write:

@@ -7,6 +7,7 @@ dropped and the file reported as an error, which would be a bug in a rule).
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 import tokenize
@@ -117,7 +118,8 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
 
     When fixes are applied the result is re-checked (as ruff does) until nothing changes,
     so that one ``--write`` leaves a file on which a second one is a no-op.  Findings of
-    later passes point into the fixed text, which is what gets written.
+    later passes point into the fixed text, which is what gets written (with
+    ``options.dry_run``, --diff, into ``source``: nothing is written).
     """
     result = _one_pass(source, path, options, precheck)
     applied: list[Finding] = []
@@ -133,11 +135,24 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
         if again.new_text is None:
             break
     if applied:
-        result.findings = sorted(applied + [f for f in result.findings if not f.applied],
-                                 key=lambda f: (f.line, f.column, f.code))
+        left = [f for f in result.findings if not f.applied]
+        if options.dry_run and result.new_text is not None:
+            _lines_back(source, result.new_text, left)
+        result.findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
         if result.new_text == source:
             result.new_text = None
     return result
+
+
+def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
+    """--diff writes nothing: move findings that point into ``new`` to their lines in ``old``."""
+    back: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for j in range(j1, j2):
+            back[j + 1] = i1 + 1 + (j - j1 if tag == "equal" else min(j - j1, max(i2 - i1 - 1, 0)))
+    for f in findings:
+        f.line = back.get(f.line, f.line)
 
 
 def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:
