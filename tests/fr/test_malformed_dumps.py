@@ -128,3 +128,16 @@ def test_ambiguous_prefix_needs_prefix_option(tmp_path: Path) -> None:
     _one_line_error(err, "several prefixes", "--prefix")
     res = run_ncclx("fr", "analyze", str(tmp_path), "--prefix", "a_")
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("out", ["file", "unwritable", "same"])
+def test_repair_output_errors_are_one_line(tmp_path: Path, out: str) -> None:
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    (dumps / "fr_0").write_bytes(pickle.dumps(GOOD))
+    target = {"file": dumps / "fr_0", "unwritable": Path("/proc/ncclx-no/out"), "same": dumps}[out]
+    before = (dumps / "fr_0").read_bytes()
+    res = run_ncclx("fr", "repair", str(dumps), str(target))
+    assert res.returncode == 2
+    _one_line_error(res.stderr, str(target))
+    assert (dumps / "fr_0").read_bytes() == before  # the originals are never overwritten

@@ -72,11 +72,16 @@ def repair(folder: Path, out: Path, prefix: str | None) -> None:
     except DumpError as exc:
         _fail("repair", exc)
         return
-    out.mkdir(parents=True, exist_ok=True)
-    for (rec, rank), dump in sorted(ds.dumps.items()):
-        name = dump.path.name
-        (out / name).write_bytes(pickle.dumps(repaired_pickle_obj(dump)))
-        click.echo(f"{out / name}: rank {rank} ({rec}, {len(dump.entries)} entries)")
+    if out.exists() and out.resolve() == folder.resolve():
+        _fail("repair", DumpError(f"{out}: is the input folder; write the repaired copies elsewhere"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for (rec, rank), dump in sorted(ds.dumps.items()):
+            name = dump.path.name
+            (out / name).write_bytes(pickle.dumps(repaired_pickle_obj(dump)))
+            click.echo(f"{out / name}: rank {rank} ({rec}, {len(dump.entries)} entries)")
+    except OSError as exc:
+        _fail("repair", DumpError(f"{out}: cannot write the repaired copies there ({exc.strerror or exc})"))
     for line in ds.repairs:
         click.echo(f"repaired: {line}")
     if ds.repairs == []:
