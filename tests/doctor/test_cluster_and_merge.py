@@ -146,12 +146,13 @@ def test_merge_of_agreeing_reports_is_ok(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [("{not json", "not JSON"), ('{"schema": "other/9"}', "not an ncclx doctor report"), (None, "cannot read")],
+    [("{not json", "not JSON"), ('{"schema": "other/9"}', "not an ncclx doctor report"), (None, "cannot read"),
+     ("\x80binary", "not JSON")],  # e.g. a flight-recorder pickle passed by mistake
 )
 def test_merge_bad_input_is_a_usage_error_naming_the_file(tmp_path: Path, content: str | None, needle: str) -> None:
     path = tmp_path / "bad.json"
     if content is not None:
-        path.write_text(content)
+        path.write_bytes(content.encode("latin-1"))
     proc = run_ncclx("doctor", "merge", str(path))
     assert proc.returncode == 2
     assert str(path) in proc.stderr and needle in proc.stderr

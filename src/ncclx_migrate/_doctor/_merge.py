@@ -223,6 +223,9 @@ def load_reports(paths: Sequence[str]) -> list[Source]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); "
                              "save reports with ncclx doctor --json > FILE") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not JSON (not UTF-8 text); "
+                             "save reports with ncclx doctor --json > FILE") from None
         try:
             report = Report.from_json(data)
         except ReportError as exc:
