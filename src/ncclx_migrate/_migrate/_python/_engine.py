@@ -64,7 +64,13 @@ def _isinstance_pgnccl(text: str) -> bool:
 
 # Patterns start with a literal so that the regex engine can skip ahead to it.
 _RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^\n]{0,200}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
-_BACKEND_FN = _re(r"(?:init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend)\s*\(")
+def _called(names: str) -> Callable[[str], bool]:
+    """``names(`` called, or imported under an alias (``from torch.distributed import
+    init_process_group as ipg``), after which the text never shows ``names(``."""
+    return _re(rf"(?:{names})\s*\(|\b(?:{names})\s+as\s+\w")
+
+
+_BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
 
 # Cheap text tests: a rule cannot fire on a file where its test is False.  They follow each
 # rule's trigger shapes (allowing for line breaks inside calls);
@@ -77,7 +83,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX104": _all(_has("nccl2"), _re(r"nccl2[\"']"), _BACKEND_FN),
     "NCX110": _any(
         _all(_has("ProcessGroupNCCL"), _isinstance_pgnccl),
+        _all(_has("ProcessGroupNCCL"), _re(r"ProcessGroupNCCL\s+as\s+\w"), _has("isinstance", "issubclass", "type(")),
         _all(_has("get_backend"), _re(r"get_backend\s*\([^\n]{0,200}?\)" + _RHS)),
+        _all(_has("get_backend"), _re(r"get_backend\s+as\s+\w"), _re(r"\)" + _RHS)),
         _all(_has("name()"), _re(r"name\(\)" + _RHS)),
         _all(_has("nccl", "Backend.NCCL"),
              _re(r"(?:nccl[\"']|Backend\.NCCL)\s*(?:==|!=)\s*[\w.()]*(?:get_backend\s*\(|name\(\))")),
@@ -90,7 +98,7 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
         _all(_has("_get_backend("), _re(r"\.(?:uid|_is_initialized)\b")),
     ),
     "NCX112": _all(_has("except"), _any(
-        _all(_has("ValueError"), _re(r"except[^:\n]*ValueError"), _re(r"(?:init_process_group|new_group)\s*\(")),
+        _all(_has("ValueError"), _re(r"except[^:\n]*ValueError"), _called("init_process_group|new_group")),
         _all(_has("BAND", "BOR", "BXOR"), _re(r"except[^:\n]*(?:ValueError|RuntimeError)")),
     )),
     "NCX113": _has("SeqNum", "milliseconds before timing out", "Heartbeat monitor timed out", "watchdog got stuck",
@@ -99,9 +107,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX121": _has("_dump_nccl_trace", "_dump_fr_trace", "_reset_fr_trace"),
     "NCX122": _env,
     "NCX123": _env,
-    "NCX130": _all(_has("set_device"), _re(r"set_device\s*\("), _re(r"init_process_group\s*\(")),
+    "NCX130": _all(_has("set_device"), _called("set_device"), _called("init_process_group")),
     "NCX131": _all(_has("use_local_synchronization"), _re(r"use_local_synchronization\s*=\s*True")),
-    "NCX132": _all(_has("ProcessGroupNCCL"), _re(r"ProcessGroupNCCL\s*\(")),
+    "NCX132": _all(_has("ProcessGroupNCCL"), _called("ProcessGroupNCCL")),
     "NCX133": _all(_has("lazy_init"), _re(r"\.lazy_init\s*=[^=]"), _has("ProcessGroupNCCL")),
 }
 
