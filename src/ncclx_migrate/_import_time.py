@@ -13,15 +13,23 @@ __all__ = ["run_import_time_checks"]
 _CLI_NAMES = ("ncclx", "ncclx.exe", "ncclx-script.py")
 
 
+def _is_own_module(name: str) -> bool:
+    return name == "ncclx_migrate" or name.startswith("ncclx_migrate.")
+
+
 def _running_the_cli() -> bool:
-    """True inside the ``ncclx`` command (console script or ``python -m ncclx_migrate``)."""
+    """True inside the ``ncclx`` command and its helper processes (console script,
+    ``python -m ncclx_migrate``, the doctor's ``-m ncclx_migrate._doctor._probe_worker``)."""
     if sys.argv and os.path.basename(sys.argv[0]) in _CLI_NAMES:
         return True
-    # During `python -m ncclx_migrate`, sys.argv[0] is still "-m" while the package imports.
+    # During `python -m X`, sys.argv[0] is still "-m" while the package imports.
     orig = list(getattr(sys, "orig_argv", ()))
-    return any(a == "-m" and orig[i + 1 : i + 2] == ["ncclx_migrate"] for i, a in enumerate(orig)) or (
-        "-mncclx_migrate" in orig
-    )
+    for i, arg in enumerate(orig):
+        if arg == "-m":
+            return i + 1 < len(orig) and _is_own_module(orig[i + 1])
+        if arg.startswith("-m") and not arg.startswith("--"):
+            return _is_own_module(arg[2:])
+    return False
 
 
 def run_import_time_checks() -> None:

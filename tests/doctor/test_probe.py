@@ -37,6 +37,15 @@ def test_gloo_probe_runs_the_suite_checks_results_and_the_flight_recorder() -> N
         assert "no reconfigure" in probe["message"]
 
 
+def test_probe_ranks_are_not_stopped_by_import_time_warnings() -> None:
+    # The probe's ranks are ncclx's own processes: NCCLX_WARNINGS=error (a CI setting) with a
+    # legacy toggle set must not turn their `import ncclx_migrate` into an exception.
+    report = doctor_json("--level", "probe", "--check", "probe", "--timeout", "60",
+                         env={"CUDA_VISIBLE_DEVICES": "", "NCCLX_WARNINGS": "error",
+                              "TORCH_NCCL_ENABLE_MONITORING": "1"})
+    assert check(report, "probe")["status"] == "ok", check(report, "probe")
+
+
 def test_probe_with_the_flight_recorder_off_says_so() -> None:
     report = doctor_json("--level", "probe", "--check", "probe", "--check", "flight-recorder", "--timeout", "60",
                          env={"CUDA_VISIBLE_DEVICES": "", "TORCH_FR_BUFFER_SIZE": "0"})
