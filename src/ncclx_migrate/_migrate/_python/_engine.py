@@ -67,7 +67,7 @@ _RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^\n]{0,200}?)?(?:[\"']nccl[\"'
 def _called(names: str) -> Callable[[str], bool]:
     """``names(`` called, or imported under an alias (``from torch.distributed import
     init_process_group as ipg``), after which the text never shows ``names(``."""
-    return _re(rf"(?:{names})\s*\(|\b(?:{names})\s+as\s+\w")
+    return _re(rf"(?:{names})(?:\s*\(|\s+as\s+\w)")
 
 
 _BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
