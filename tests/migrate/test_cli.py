@@ -185,6 +185,9 @@ def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("torch>2.14\n")
     assert "target torch 2.14 (from" in run_ncclx("migrate", ".", cwd=tmp_path).stderr
     (tmp_path / "requirements.txt").unlink()
+    # Poetry's table form (torch = {version = "^2.14", source = "..."}) counts like the string form.
+    (tmp_path / "pyproject.toml").write_text('[tool.poetry.dependencies]\ntorch = {version = "^2.14", source = "pt"}\n')
+    assert "target torch 2.14 (from" in run_ncclx("migrate", ".", cwd=tmp_path).stderr
     (tmp_path / "pyproject.toml").write_text('[project]\nname="x"\ndependencies=["torch==2.15.*"]\n')
     assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1
     bad = run_ncclx("migrate", "--target-torch", "two", ".", cwd=tmp_path)

@@ -52,8 +52,11 @@ def _from_pyproject(path: Path) -> tuple[int, int] | None:
     for group in (data.get("dependency-groups", {}) or {}).values():
         reqs.extend(r for r in group if isinstance(r, str))
     poetry = data.get("tool", {}).get("poetry", {}).get("dependencies", {}) or {}
-    if isinstance(poetry.get("torch"), str):
-        spec = poetry["torch"].strip()
+    torch_dep = poetry.get("torch")
+    if isinstance(torch_dep, dict):  # torch = {version = "^2.14", source = "..."}
+        torch_dep = torch_dep.get("version")
+    if isinstance(torch_dep, str):
+        spec = torch_dep.strip()
         spec = ">=" + spec[1:] if spec[:1] in "^~" else spec
         reqs.append("torch" + (spec if spec[:1] in "<>=!~" else "==" + spec))
     floors = [f for f in (_floor(r) for r in reqs if isinstance(r, str)) if f]
