@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from ... import _torchinfo as ti
 from ..._envvars import FR_BUFFER_NAMES, FR_DUMP_FILE_NAMES, FR_DUMP_ON_TIMEOUT_NAMES
 from ..._fr._env import ENV_VAR as HANG_DUMP_VAR  # ncclx's own hang watchdog
+from ..._fr._paths import default_prefix
 from .._facts import Facts
 from .._model import CheckResult, Status
 
@@ -59,11 +60,6 @@ def _hang_dump(env: Mapping[str, str]) -> float | None:
         return parse_seconds(raw)
     except ValueError:
         return None
-
-
-def default_prefix(env: Mapping[str, str]) -> str:
-    cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "torch", "comm_lib_trace_rank_")
 
 
 def flight_recorder(f: Facts) -> CheckResult:
