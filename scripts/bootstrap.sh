@@ -2,6 +2,7 @@
 # Set up everything the project needs on a fresh machine (idempotent):
 #   .venv          torch 2.15.0 (CUDA build from PyPI; runs on CPU) + ncclx-migrate + test tools
 #   .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
+#   .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
 #   .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
 # Usage: scripts/bootstrap.sh [main|all]   (default: all)
 set -euo pipefail
@@ -16,10 +17,11 @@ mkvenv() {  # mkvenv DIR TORCH_SPEC [pip env...]
   echo "bootstrap: creating $dir ($spec)" >&2
   [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
   "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  # Explicit returns: called as `mkvenv A || mkvenv B`, where bash ignores set -e.
   if [ "$spec" != none ]; then
-    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy
+    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy || return 1
   fi
-  "$dir/bin/python" -m pip install -q -e ".[test]"
+  "$dir/bin/python" -m pip install -q -e ".[test]" || return 1
   touch "$stamp"
 }
 
@@ -28,5 +30,7 @@ mkvenv .venv torch==2.15.0 PIP_CONFIG_FILE=/dev/null
 if [ "$what" = all ]; then
   # 2.13.0: the CPU wheel on local disk where present, else PyPI.
   mkvenv .venv-2.13 torch==2.13.0 || mkvenv .venv-2.13 torch==2.13.0 PIP_CONFIG_FILE=/dev/null
+  # 2.14.1: the local file the machine's pip config points at where present, else PyPI.
+  mkvenv .venv-2.14 torch==2.14.1 || mkvenv .venv-2.14 torch==2.14.1 PIP_CONFIG_FILE=/dev/null
   mkvenv .venv-notorch none
 fi

@@ -16,9 +16,10 @@ from tests.conftest import ncclx_exe
 
 from .conftest import check, doctor, doctor_json
 
-IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "nccl-version", "rccl-version",
-       "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe", "cluster-consistency"]
-STATIC_IDS = IDS[:9]
+IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
+       "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
+       "cluster-consistency"]
+STATIC_IDS = IDS[:10]
 
 
 def test_json_is_exactly_the_schema() -> None:
