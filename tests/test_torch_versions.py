@@ -116,6 +116,33 @@ def test_doctor_predicts_what_nccl_builds_without_importing_torch(release: str, 
     assert result["details"]["implementation"] == (None if cpu_wheel else NCCL_BUILDS[release][value])
 
 
+@RELEASES
+@pytest.mark.parametrize("value", TOGGLE_VALUES[1:])
+def test_import_time_toggle_warning_tells_what_this_release_builds(release: str, value: str) -> None:
+    env = {**_env(), TOGGLE_VAR: value}
+    proc = subprocess.run([torch_python(release), "-W", "always", "-c", "import ncclx_migrate"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    found = [line for line in proc.stderr.splitlines() if "[NCX101]" in line]
+    text = found[0] if found else None
+    builds, default = NCCL_BUILDS[release][value], NCCL_BUILDS[release]["unset"]
+    if builds != default:  # the value really changes what "nccl" builds here
+        if builds == "nccl2":  # 2.14's opt-in
+            assert text is None
+        else:  # 2.15's rollback
+            assert text is not None and f'{TOGGLE_VAR}=0 rolls "nccl" back to the legacy' in text
+        return
+    if text is None:  # harmless: "1" where nccl2 is already the default
+        assert (release, value) == ("2.15", "1")
+        return
+    # What it says about THIS release (the rest speaks of 2.15) matches torch.
+    here = text if release == "2.15" else text.split(" on torch 2.15")[0]
+    assert "nothing" in here, text
+    words = {"nccl-legacy": '"nccl" builds the legacy ProcessGroupNCCL', "nccl2": '"nccl" builds nccl2'}
+    if '"nccl" builds' in here:
+        assert words[builds] in here, text
+
+
 def test_target_detection_reads_a_2_14_only_pin(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("torch>=2.14,<2.15\n")
     assert detect_target(str(tmp_path)) == ((2, 14), str(tmp_path / "requirements.txt"))
