@@ -34,7 +34,7 @@ from ncclx_migrate._torchfacts import (
     USE_NCCL2_RETURNS,
     default_timeout_minutes,
 )
-from tests.conftest import ROOT, run_ncclx, torch_python
+from tests.conftest import ROOT, other_python, run_ncclx, torch_python
 
 DOC = ROOT / "docs" / "torch-versions.md"
 RELEASES = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
@@ -103,6 +103,12 @@ def test_target_torch_judges_the_timeout_of_that_release() -> None:
         (result,) = json.loads(proc.stdout)["checks"]
         assert result["status"] == status, (target, result)
         assert f"torch {target} (--target-torch)" in result["message"]
+    # Without torch (a login node) the release comes from --target-torch alone.
+    notorch = other_python("NCCLX_TEST_PY_NOTORCH")
+    for extra, status in (((), "skip"), (("--target-torch", "2.14"), "warn")):
+        proc = run_ncclx("doctor", "--level", "static", "--json", "--check", "default-timeout",
+                         "--backend", "nccl2", *extra, python=notorch)
+        assert json.loads(proc.stdout)["checks"][0]["status"] == status
 
 
 @RELEASES
