@@ -204,7 +204,7 @@ def test_dotenv_multiline_values_are_kept_whole(tmp_path: Path) -> None:
 
 
 def test_kill_9_of_the_parent_leaves_no_worker_and_no_half_file(tmp_path: Path) -> None:
-    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(1500))
+    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(800))
     for i in range(120):
         (tmp_path / f"m{i:03}.py").write_text(REDUNDANT + body)
     proc = subprocess.Popen([ncclx_exe(), "migrate", "--write", "-j", "2", "."], cwd=tmp_path, env=env(),
