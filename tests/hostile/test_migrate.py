@@ -234,3 +234,34 @@ def test_kill_9_of_the_parent_leaves_no_worker_and_no_half_file(tmp_path: Path) 
         assert (tmp_path / f"m{i:03}.py").read_text() in (REDUNDANT + body, FIXED + body)
     assert not list(tmp_path.glob(".ncclx-*")), "a temporary file was left behind"
     assert True in states  # killed mid-run: some files were still old
+
+
+def test_workers_that_keep_dying_cost_only_their_files(tmp_path: Path) -> None:
+    # Every worker is killed as soon as it appears (for a while): the files they held end as
+    # one-line errors after a second try alone; every file is still in the report.
+    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(300))  # ~50 ms to parse
+    for i in range(40):
+        (tmp_path / f"m{i:02}.py").write_text(REDUNDANT + body)
+    proc = subprocess.Popen([ncclx_exe(), "migrate", "--write", "-j", "2", "--format", "json", "."],
+                            cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        killed: set[int] = set()
+        until = time.monotonic() + 3
+        while proc.poll() is None and time.monotonic() < until:
+            for w in set(children(proc.pid)) - killed:
+                os.kill(w, signal.SIGKILL)
+                killed.add(w)
+            time.sleep(0.005)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert killed and "Traceback" not in err, err
+    doc = json.loads(out)
+    died = {e["path"] for e in doc["errors"]}
+    assert all("worker process scanning it died" in e["message"] for e in doc["errors"])
+    fixed = {f["path"] for f in doc["findings"] if f["applied"]}
+    assert died | fixed == {f"m{i:02}.py" for i in range(40)} and not died & fixed
+    assert died and proc.returncode == 2  # some files were held by killed workers, twice
+    for i in range(40):
+        name = f"m{i:02}.py"
+        assert (tmp_path / name).read_text() in ((FIXED + body,) if name in fixed else (REDUNDANT + body, FIXED + body))

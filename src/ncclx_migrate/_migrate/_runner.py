@@ -264,10 +264,15 @@ def _run_pool(files: list[str], worker: Callable[[str], Outcome], jobs: int,
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(os.getpid(),))
         try:
             running: dict[Future[list[Outcome]], list[int]] = {}
-            while todo or running:
-                while todo and len(running) < 2 * jobs:
-                    chunk = todo.popleft()
-                    running[pool.submit(_process_many, worker, [files[i] for i in chunk])] = chunk
+            broken = False
+            while (todo or running) and not broken:
+                try:
+                    while todo and len(running) < 2 * jobs:
+                        running[pool.submit(_process_many, worker, [files[i] for i in todo[0]])] = todo[0]
+                        todo.popleft()
+                except BrokenProcessPool:  # a worker died before this chunk was handed out
+                    broken = True
+                    break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     chunk = running.pop(fut)
@@ -276,14 +281,14 @@ def _run_pool(files: list[str], worker: Callable[[str], Outcome], jobs: int,
                             finish(i, outcome)
                     except BrokenProcessPool:
                         suspects += chunk
-                if suspects:  # the pool is broken: what did not finish is re-run alone
-                    for fut, chunk in running.items():
-                        if fut.done() and fut.exception() is None:
-                            for i, outcome in zip(chunk, fut.result(), strict=True):
-                                finish(i, outcome)
-                        else:
-                            suspects += chunk
-                    break
+                        broken = True
+            # The pool is broken: what did not finish is re-run alone, the rest in a new pool.
+            for fut, chunk in running.items():
+                if fut.done() and fut.exception() is None:
+                    for i, outcome in zip(chunk, fut.result(), strict=True):
+                        finish(i, outcome)
+                else:
+                    suspects += chunk
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         for i in sorted(suspects, key=lambda i: -_size(files[i])):
