@@ -51,9 +51,13 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     return int(m.group(1)), int(m.group(2))
 
 
+# A day: far past any probe or gather, and inside what TCPStore's timeout can hold.
+MAX_TIMEOUT_S = 86400.0
+
+
 def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not 0 < value < float("inf"):  # inf would unbound every probe and gather
-        raise click.BadParameter("must be a positive, finite number of seconds")
+    if not 0 < value <= MAX_TIMEOUT_S:  # inf/nan would unbound every probe and gather
+        raise click.BadParameter(f"must be a positive, finite number of seconds, at most {MAX_TIMEOUT_S:g}")
     return value
 
 

@@ -19,6 +19,8 @@ from ._model import CheckResult, Report, ReportError, Status
 
 __all__ = ["FINGERPRINT", "Source", "compare", "load_reports", "merge_reports", "ranges", "who"]
 
+MAX_REPORT_BYTES = 64 << 20  # a report is a few KB; a bigger file is not one
+
 # (verb phrase for one, for several, check id, details key, status when ranks disagree)
 FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
     ("runs torch", "run torch", "torch-version", "version", Status.FAIL),
@@ -216,19 +218,19 @@ def load_reports(paths: Sequence[str]) -> list[Source]:
     out = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_REPORT_BYTES + 1)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); "
-                             "save reports with ncclx doctor --json > FILE") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not JSON (not UTF-8 text); "
-                             "save reports with ncclx doctor --json > FILE") from None
+        if len(raw) > MAX_REPORT_BYTES:
+            raise ValueError(f"{path}: over {MAX_REPORT_BYTES >> 20} MB, not an ncclx doctor report")
         try:
-            report = Report.from_json(data)
+            report = Report.from_text(raw)
         except ReportError as exc:
-            raise ValueError(f"{path}: not an ncclx doctor report: {exc}") from None
+            why = str(exc)
+            hint = "; save reports with ncclx doctor --json > FILE"
+            if why.startswith("not JSON"):
+                raise ValueError(f"{path}: {why}{hint}") from None
+            raise ValueError(f"{path}: not an ncclx doctor report: {why}") from None
         out.append(Source(report, os.path.basename(path)))
     return out

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from . import _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, render
@@ -52,10 +53,12 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
+@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=_runner.DEFAULT_MAX_MB,
+              show_default=True, metavar="MB", help="Larger files are not read (Python: an error; others: skipped).")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool,
+    jobs: int | None, stdin_filename: str, quiet: bool, max_file_size: float,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -85,12 +88,17 @@ def migrate(
         select=_prefixes(select),
         ignore=_prefixes(ignore),
     )
-    mode = Mode(write=write, diff=diff)
+    mode = Mode(write=write, diff=diff, max_bytes=int(max_file_size * 2**20))
     if paths == ("-",):
         sys.exit(_stdin(stdin_filename, options, mode, fmt))
-    files = discover(paths, exclude)
+    walk_errors: list[tuple[str, str]] = []
+    files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
     report = run(files, options, mode, jobs=jobs, progress=progress)
+    report.outcomes += [Outcome(FileResult(path, error=why)) for path, why in walk_errors]
+    for o in report.outcomes:
+        if o.skipped:
+            click.echo(f"{o.result.path}: skipped: {o.skipped}", err=True)
     results = report.results
     if diff:
         for o in report.outcomes:

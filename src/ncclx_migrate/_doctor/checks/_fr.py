@@ -156,7 +156,7 @@ def flight_recorder(f: Facts) -> CheckResult:
         found.append((Status.FAIL, f"dump directory {directory} ({path[0]}) does not exist: the dump is lost",
                       f"mkdir -p {directory} on every node, or point {path[0]} at an existing directory"))
     else:
-        probe = directory
+        probe = os.path.abspath(directory)  # a relative XDG_CACHE_HOME is relative to the job's cwd
         while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
             probe = os.path.dirname(probe)  # the default cache dir is created on first dump
         if not os.access(probe, os.W_OK | os.X_OK):

@@ -20,6 +20,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
+from .._nesting import too_deep
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
@@ -200,6 +201,9 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
         active = {c for c in active if PRECHECKS[c](source)}
     if not active:
         return FileResult(path=path)
+    deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)
+    if deep is not None:
+        return FileResult(path=path, error=deep)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
