@@ -602,11 +602,19 @@ def load_dir(folder: Path, prefix: str | None = None, *, jobs: int | None = None
     prefix, files, ignored = _rank_files(folder, prefix)
     if not files and not ignored:
         raise DumpError(f"{show(folder)}: no files named {show(prefix)}<rank>; check --prefix")
+    from concurrent.futures.process import BrokenProcessPool
+
     intern = _Interner()
-    results = [
-        intern(x) if isinstance(x, RankDump) else x
-        for x in _map([(folder / n, r, rec, max_bytes) for n, r, rec in files], jobs or default_jobs())
-    ]
+    try:
+        results = [
+            intern(x) if isinstance(x, RankDump) else x
+            for x in _map([(folder / n, r, rec, max_bytes) for n, r, rec in files], jobs or default_jobs())
+        ]
+    except BrokenProcessPool:
+        raise DumpError(
+            f"{show(folder)}: a worker process died reading the dumps (out of memory?); "
+            "rerun with --jobs 1 to name the file"
+        ) from None
     good = [x for x in results if isinstance(x, RankDump)]
     world = _world(good)
     if world is None:
