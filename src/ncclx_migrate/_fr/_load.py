@@ -26,6 +26,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -177,25 +178,32 @@ def _brief(v: object) -> str:
     return f"a {type(v).__name__}"
 
 
+_LIST, _INT, _STR = frozenset([list]), frozenset([int]), frozenset([str])
+
+
 def _sizes(v: object) -> str:
-    """The fingerprint text of input sizes: ``str`` of a short list of short lists of ints."""
+    """The fingerprint text of input sizes: ``str`` of a short list of short lists of ints.
+
+    The checks run at C speed (set/map/max): this runs once per entry.
+    """
     if type(v) is list and len(v) <= 256:
-        for x in v:
-            if type(x) is not list or len(x) > 64:
-                return _brief(v)
-            for y in x:
-                if type(y) is not int or not -_INT_MAX < y < _INT_MAX:
-                    return _brief(v)
-        return str(v)
+        if not v:
+            return "[]"
+        if set(map(type, v)) <= _LIST and max(map(len, v)) <= 64:
+            if set(map(type, chain.from_iterable(v))) <= _INT:
+                try:
+                    return str(v)
+                except ValueError:  # an int of more than 4,300 digits
+                    pass
     return _brief(v)
 
 
 def _dtypes(v: object) -> str:
     if type(v) is list and len(v) <= 256:
-        for x in v:
-            if type(x) is not str or len(x) > 64:
-                return _brief(v)
-        return str(v)
+        if not v:
+            return "[]"
+        if set(map(type, v)) <= _STR and max(map(len, v)) <= 64:
+            return str(v)
     return _brief(v)
 
 
