@@ -181,7 +181,7 @@ def test_non_ascii_digit_suffix_is_not_a_rank(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("stray", ["fr_trace_20241130", "fr_trace_99999999999", "fr_trace_" + "9" * 200])
+@pytest.mark.parametrize("stray", ["fr_trace_7", "fr_trace_20241130", "fr_trace_99999999999", "fr_trace_" + "9" * 200])
 def test_stray_rank_number_is_named_and_ignored(tmp_path: Path, stray: str) -> None:
     good = pickle.dumps(_dump(world=2))
     (tmp_path / "fr_trace_0").write_bytes(good)
