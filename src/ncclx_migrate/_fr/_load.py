@@ -293,7 +293,7 @@ def _decode(data: bytes, source: str) -> tuple[str, dict[str, Any]]:
             raise DumpError(f"{source}: not a flight-recorder dump ({show(exc)[:120]})") from None
     elif data[:1] == b"\x80":
         fmt = "pickle"
-        obj = load_restricted(data, source)
+        obj = load_restricted(data, source, max(len(data), 1))  # the size cap is _read's
     else:
         raise DumpError(f"{source}: not a flight-recorder dump (neither a pickle nor JSON)")
     if not isinstance(obj, dict) or "version" not in obj:
