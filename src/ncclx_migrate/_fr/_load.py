@@ -20,13 +20,14 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import operator
 import os
 import re
 from array import array
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress, islice, repeat
 from pathlib import Path
 from typing import Any
 
@@ -343,10 +344,108 @@ def _reduce(obj: dict[str, Any], path: Path, rank: int, recorder: str | None, fm
     raw_entries = obj.get("entries", [])
     if not isinstance(raw_entries, list):
         raise DumpError(f"{source}: 'entries' is not a list")
-    groups: dict[str, _GroupBuilder] = {}
     ops: dict[str, tuple[str, str]] = {}
     backends: set[str] = set()
-    n = 0
+    fast = _reduce_columns(raw_entries, ops, backends)
+    if fast is not None:
+        groups = fast
+    else:
+        ops.clear()
+        backends.clear()
+        groups = _reduce_rows(raw_entries, ops, backends, source)
+    traces = {name: _finish(g, raw_entries, ops, source) for name, g in groups.items()}
+    config = _pg_config(obj.get("pg_config"), source)
+    status = _pg_status(obj.get("pg_status"), source)
+    meta = _meta(obj, source)
+    if recorder is None:
+        recorder = meta.get("recorder") or _recorder_from(backends)
+    n = sum(len(g.seqs) for g in groups.values())
+    return RankDump(rank, path, recorder, version, fmt, config, status, traces, n, meta)
+
+
+_ROW = operator.itemgetter("collective_seq_id", "profiling_name", "process_group", "input_sizes", "input_dtypes")
+_SEQ_TYPES, _PG_TYPES = frozenset([int]), frozenset([tuple, list])
+
+
+def _split_op(prof: str) -> tuple[str, str]:
+    text = _text(prof)
+    backend, _, op = text.partition(":")
+    return ("", text) if not op else (backend, op)
+
+
+def _reduce_columns(
+    raw: list[Any], ops: dict[str, tuple[str, str]], backends: set[str]
+) -> dict[str, _GroupBuilder] | None:
+    """The common case at C speed: every entry a dict with well-typed fields, column by column.
+
+    Returns None (the caller then reads row by row, with exact errors) when anything is
+    unusual.  Each check runs over a whole column through set/map/min/max, and ``str`` is
+    applied to sizes only once they are known to be short lists of short lists of ints,
+    so the result is the row reader's, bounded the same way.
+    """
+    n = len(raw)
+    if n == 0 or not set(map(type, raw)) <= {dict}:
+        return None
+    try:
+        rows = list(map(_ROW, raw))
+    except KeyError:
+        return None
+    p2p = list(map(dict.get, raw, repeat("is_p2p")))
+    if any(p2p):
+        return None  # rare (gloo never records p2p): the row reader skips them
+    seqs, profs, pgs, sizes, dtypes = (list(c) for c in zip(*rows, strict=True))
+    if not set(map(type, seqs)) <= _SEQ_TYPES or min(seqs) < 0 or max(seqs) >= _INT_MAX:
+        return None
+    if not set(map(type, profs)) <= _STR or not set(map(type, pgs)) <= _PG_TYPES or min(map(len, pgs)) < 2:
+        return None
+    names = list(map(operator.itemgetter(0), pgs))
+    if not set(map(type, names)) <= _STR or max(map(len, names)) > _TEXT_CAP:
+        return None
+    if not set(map(type, sizes)) <= _LIST or max(map(len, sizes)) > 256:
+        return None
+    inner = list(chain.from_iterable(sizes))
+    if inner and (not set(map(type, inner)) <= _LIST or max(map(len, inner)) > 64):
+        return None
+    ints = list(chain.from_iterable(inner))
+    if ints and (not set(map(type, ints)) <= _INT or min(ints) <= -_INT_MAX or max(ints) >= _INT_MAX):
+        return None
+    if not set(map(type, dtypes)) <= _LIST or max(map(len, dtypes)) > 256:
+        return None
+    flat = list(chain.from_iterable(dtypes))
+    if flat and (not set(map(type, flat)) <= _STR or max(map(len, flat)) > 64):
+        return None
+    for prof in set(profs):
+        ops[prof] = _split_op(prof)
+        if ops[prof][0]:
+            backends.add(ops[prof][0])
+    op_col = list(map(ops.__getitem__, profs))
+    # str of a list checked above: C speed (measured 2.5x faster than tuple keys).
+    fps = list(zip(map(operator.itemgetter(1), op_col), map(str, sizes), map(str, dtypes), strict=True))
+    retired = map(bool, map(dict.get, raw, repeat("retired")))
+    completed = map(operator.eq, map(dict.get, raw, repeat("state")), repeat("completed"))
+    done = list(map(operator.or_, retired, completed))
+    out: dict[str, _GroupBuilder] = {}
+    groups = list(dict.fromkeys(names))
+    for name in groups:
+        if len(groups) == 1:
+            idx: list[int] = list(range(n))
+        else:
+            idx = list(compress(range(n), map(name.__eq__, names)))
+        g = out[name] = _GroupBuilder(_text(pgs[idx[0]][1]))
+        g.seqs = list(map(seqs.__getitem__, idx))
+        g_fps = fps if len(groups) == 1 else list(map(fps.__getitem__, idx))
+        g.table = {fp: k for k, fp in enumerate(dict.fromkeys(g_fps))}
+        g.fps = list(map(g.table.__getitem__, g_fps))
+        g.done = list(map(done.__getitem__, idx))
+        g.last.extend(idx[-LAST_ENTRIES:])
+        g.pending = list(islice(compress(idx, map(operator.not_, g.done)), 8))
+    return out
+
+
+def _reduce_rows(
+    raw_entries: list[Any], ops: dict[str, tuple[str, str]], backends: set[str], source: str
+) -> dict[str, _GroupBuilder]:
+    groups: dict[str, _GroupBuilder] = {}
     for i, raw in enumerate(raw_entries):
         if type(raw) is not dict:
             continue
@@ -386,14 +485,7 @@ def _reduce(obj: dict[str, Any], path: Path, rank: int, recorder: str | None, fm
         g.last.append(i)
         if not done and len(g.pending) < 8:
             g.pending.append(i)
-        n += 1
-    traces = {name: _finish(g, raw_entries, ops, source) for name, g in groups.items()}
-    config = _pg_config(obj.get("pg_config"), source)
-    status = _pg_status(obj.get("pg_status"), source)
-    meta = _meta(obj, source)
-    if recorder is None:
-        recorder = meta.get("recorder") or _recorder_from(backends)
-    return RankDump(rank, path, recorder, version, fmt, config, status, traces, n, meta)
+    return groups
 
 
 def _op_of(raw: dict[str, Any], ops: dict[str, tuple[str, str]]) -> str:
@@ -406,7 +498,7 @@ def _op_of(raw: dict[str, Any], ops: dict[str, tuple[str, str]]) -> str:
 
 def _finish(g: _GroupBuilder, raw_entries: list[Any], ops: dict[str, tuple[str, str]], source: str) -> GroupTrace:
     seqs, fps, done = g.seqs, g.fps, g.done
-    if any(seqs[k] >= seqs[k + 1] for k in range(len(seqs) - 1)):
+    if not all(map(operator.lt, seqs, islice(seqs, 1, None))):
         # Coalesced ops share one seq (the last entry stands for it) or a wrapped buffer.
         by_seq: dict[int, tuple[int, bool]] = {}
         for s, f, d in zip(seqs, fps, done, strict=True):
@@ -414,7 +506,7 @@ def _finish(g: _GroupBuilder, raw_entries: list[Any], ops: dict[str, tuple[str, 
         seqs = sorted(by_seq)
         fps = [by_seq[s][0] for s in seqs]
         done = [by_seq[s][1] for s in seqs]
-    last_done = max((s for s, d in zip(seqs, done, strict=True) if d), default=0)
+    last_done = max(compress(seqs, done), default=0)
     pending_state = None
     frames_at: dict[int, tuple[tuple[str, str, int], ...]] = {}
     for i in g.pending:
