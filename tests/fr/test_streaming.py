@@ -83,3 +83,25 @@ def test_torchfrtrace_agrees_on_the_synthetic_job(job: Path) -> None:
     verdict = torchfrtrace(job, "-p", PREFIX)
     assert "Not all ranks joining collective, sequence number: 140" in verdict.output, verdict.output[-3000:]
     assert verdict.missing_ranks == set(ours["first_incomplete"]["missing_ranks"]) == {5}
+
+
+@pytest.mark.parametrize("fmt", ["pickle", "json"])
+def test_column_reader_matches_the_row_reader(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path (whole columns at C speed) gives exactly what the row reader gives."""
+    from ncclx_migrate._fr import _load
+
+    d = rank_dump(3, 8, 50, 5, fmt=fmt, stacks=True)
+    entries = d["entries"]
+    assert isinstance(entries, list)
+    extra = dict(entries[10], process_group=["1", "tail"])  # a second group
+    entries.insert(20, extra)
+    entries.insert(30, dict(entries[29]))  # a coalesced seq
+    entries[5]["input_sizes"] = [[1, 2], [3]]
+    entries[6]["input_sizes"] = []
+    data = json.dumps(d).encode() if fmt == "json" else pickle.dumps(d)
+    fast = _load.parse_dump(data, Path("x"), 3)
+    assert _load._reduce_columns(_load._decode(data, "x")[1]["entries"], {}, set()) is not None
+    monkeypatch.setattr(_load, "_reduce_columns", lambda *a: None)
+    slow = _load.parse_dump(data, Path("x"), 3)
+    assert fast == slow
+    assert sorted(fast.groups) == ["0", "1"]
