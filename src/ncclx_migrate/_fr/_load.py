@@ -363,7 +363,7 @@ def _reduce(obj: dict[str, Any], path: Path, rank: int, recorder: str | None, fm
     return RankDump(rank, path, recorder, version, fmt, config, status, traces, n, meta)
 
 
-_ROW = operator.itemgetter("collective_seq_id", "profiling_name", "process_group", "input_sizes", "input_dtypes")
+_COLUMNS = ("collective_seq_id", "profiling_name", "process_group", "input_sizes", "input_dtypes")
 _SEQ_TYPES, _PG_TYPES = frozenset([int]), frozenset([tuple, list])
 
 
@@ -387,13 +387,11 @@ def _reduce_columns(
     if n == 0 or not set(map(type, raw)) <= {dict}:
         return None
     try:
-        rows = list(map(_ROW, raw))
+        seqs, profs, pgs, sizes, dtypes = (list(map(operator.itemgetter(k), raw)) for k in _COLUMNS)
     except KeyError:
         return None
-    p2p = list(map(dict.get, raw, repeat("is_p2p")))
-    if any(p2p):
+    if any(map(dict.get, raw, repeat("is_p2p"))):
         return None  # rare (gloo never records p2p): the row reader skips them
-    seqs, profs, pgs, sizes, dtypes = (list(c) for c in zip(*rows, strict=True))
     if not set(map(type, seqs)) <= _SEQ_TYPES or min(seqs) < 0 or max(seqs) >= _INT_MAX:
         return None
     if not set(map(type, profs)) <= _STR or not set(map(type, pgs)) <= _PG_TYPES or min(map(len, pgs)) < 2:
