@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -68,7 +69,10 @@ def _store(addr: str, port: int, rank: int, world: int, timeout: float) -> Any:
     return dist.PrefixStore(f"{PREFIX}/{run}/{attempt}", store)
 
 
-def run_cluster(options: Options) -> tuple[Report | None, int]:
+def run_cluster(
+    options: Options, on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None = None
+) -> tuple[Report | None, int]:
+    """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``)."""
     rank, world, addr, port = _where()
     local_opts = replace(options, level="local")
     report, _ = run_checks(local_opts)
@@ -131,4 +135,6 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
         consistency.status = Status.FAIL
         consistency.message += "; unreadable reports from " + ", ".join(f"rank {r} ({e})" for r, e in bad.items())
     store.set("done", "1")
+    if on_merged is not None:
+        on_merged([sources[r] for r in sorted(sources)], merged, [r for r in range(world) if r not in bad])
     return merged, merged.exit_code(options.strict)

@@ -40,7 +40,9 @@ def _fail(cmd: str, exc: DumpError) -> None:
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--prefix", "-p", default=None, help="Dump file prefix (default: inferred, as torchfrtrace).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema ncclx.fr/1).")
-def analyze_cmd(folder: Path, prefix: str | None, as_json: bool) -> None:
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML page of where every rank stopped to this file.")
+def analyze_cmd(folder: Path, prefix: str | None, as_json: bool, html: Path | None) -> None:
     """Name the rank that hung a collective, from per-rank dumps in FOLDER.
 
     Exit 0: no problem found; 1: a hang, mismatch or missing dump diagnosed;
@@ -51,6 +53,14 @@ def analyze_cmd(folder: Path, prefix: str | None, as_json: bool) -> None:
     except DumpError as exc:
         _fail("analyze", exc)
         return
+    if html is not None:
+        from ._html import write_page
+
+        try:
+            write_page(html, to_json(diag))
+        except OSError as exc:
+            _fail("analyze", DumpError(f"{html}: cannot write the page there ({exc.strerror or exc})"))
+        click.echo(f"ncclx fr analyze: wrote {html}", err=True)
     if as_json:
         click.echo(json.dumps(to_json(diag), indent=2))
     else:
