@@ -101,13 +101,14 @@ section.block p.lines{margin:0 0 8px;color:var(--ink)}
 .detail .hint{color:var(--mute)}
 .detail table{border-collapse:collapse;width:100%;margin-top:6px}
 .detail th,.detail td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top;font-size:12px}
-.detail td.mono,.detail .mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;word-break:break-all}
+.detail td.mono,.detail .mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;overflow-wrap:anywhere}
 .chips{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
 .chips button{font:11.5px ui-monospace,monospace;padding:1px 6px;border:1px solid var(--line);background:#fff;border-radius:4px;cursor:pointer}
 .chips button.on{background:var(--ink);color:#fff}
 .tag{display:inline-block;padding:0 6px;border-radius:4px;font-size:11.5px;color:#fff;background:var(--mute)}
 .tag.culprit,.tag.fail{background:var(--fail)}.tag.ok,.tag.c{background:var(--ok)}.tag.warn,.tag.st{background:var(--started)}
-.tag.sc{background:var(--sched)}.tag.error{background:var(--err)}.tag.ne,.tag.nd,.tag.skip,.tag.none{background:#888}
+.tag.sc,.tag.scheduled{background:var(--sched)}.tag.started{background:var(--started)}.tag.completed{background:var(--ok)}
+.tag.never-entered{background:var(--fail)}.tag.error{background:var(--err)}.tag.ne,.tag.nd,.tag.skip,.tag.none{background:#888}
 footer{color:var(--mute);font-size:11.5px;padding:0 24px 16px}
 """
 

@@ -308,7 +308,7 @@ DATA.groups.forEach((g,gi)=>{
       (g.derived?'<p class="hint">This report has no per-rank entries (written by an analyzer without per_rank).</p>':entryRows(rec?rec[3]:[]));
     det.querySelectorAll("button[data-rank]").forEach(b=>b.addEventListener("click",()=>show(ri,true,+b.dataset.rank)));
   };
-  drawGrid(grid,{cols:g.cols,rows:g.rows,names:DATA.names,labelWidth:320},show);
+  drawGrid(grid,{cols:g.cols,rows:g.rows,names:DATA.names,labelWidth:320,headHeight:112,headClip:18},show);
   const form=document.getElementById("find-"+gi);
   form.addEventListener("submit",ev=>{ev.preventDefault();
     const r=+form.querySelector("input").value,msg=form.querySelector(".msg");
