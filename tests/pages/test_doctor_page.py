@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..conftest import run_ncclx
+from ..conftest import ncclx_exe, run_ncclx
 
 browser = pytest.mark.browser
 
@@ -87,3 +90,35 @@ def test_fleet_page_in_the_browser(tmp_path: Path, open_page: Any) -> None:
     assert "load NCCL >= 2.29" in detail and "majority:" in detail
     opened.screenshot(tmp_path, "doctor-page.png")
     opened.offline_and_clean()
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_cluster_level_html_is_written_by_rank_0(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    pages = [tmp_path / f"rank{r}.html" for r in range(2)]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL", "NCCLX_"))}
+    procs = [
+        subprocess.Popen(
+            [ncclx_exe(), "doctor", "--level", "cluster", "--timeout", "60", "--html", str(pages[r])],
+            env={**base, "NO_COLOR": "1", "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                 "MASTER_PORT": port, "SLURM_JOB_ID": "4243",
+                 **({"TORCH_FR_BUFFER_SIZE": "0"} if r == 1 else {})},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for r in range(2)
+    ]
+    for p in procs:
+        p.communicate(timeout=180)
+    assert not pages[1].exists()  # only rank 0 speaks for the job
+    text = pages[0].read_text(encoding="utf-8")
+    data = json.loads(text.split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    host = socket.gethostname()
+    assert [r["label"] for r in data["rows"]] == [f"rank 1 on {host}", f"rank 0 on {host}"]
+    fr = [c["label"] for c in data["cols"]].index("flight-recorder")
+    # A tie: rank 0's results count as the majority (as in cluster-consistency), rank 1 is marked.
+    assert (data["rows"][0]["marks"], data["rows"][1]["marks"]) == ([fr], [])
+    assert "level cluster" in text

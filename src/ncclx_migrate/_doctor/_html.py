@@ -110,7 +110,9 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
         found = [_ORDER.index(Status(st)) for st, _, _ in sig if st != "none"]
         return min(found, default=len(_ORDER))
 
-    ordered = sorted(groups.items(), key=lambda kv: (len(kv[1]), worst(kv[0]), sources.index(kv[1][0])))
+    # Odd ones out first: the majority (ties: the lowest rank's, as cluster-consistency) last.
+    ordered = sorted(groups.items(),
+                     key=lambda kv: (kv[0] == majority, len(kv[1]), worst(kv[0]), sources.index(kv[1][0])))
     rows: list[dict[str, Any]] = []
     reported = {s.report.rank for s in sources if s.report.rank is not None}
     missing = sorted(set(expected_ranks) - reported)
