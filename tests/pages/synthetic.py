@@ -81,8 +81,12 @@ def _contract_entry(seq: int, state: str) -> dict[str, Any]:
             "output_sizes": e["output_sizes"], "output_dtypes": e["output_dtypes"], "frames": e["frames"]}
 
 
-def report(world: int, culprit: int, entries: int = 2000, no_dump: tuple[int, ...] = ()) -> dict[str, Any]:
-    """The ``ncclx.fr/1`` report of :func:`write_dumps`'s job, with ``per_rank`` (5 entries each)."""
+def report(world: int, culprit: int, entries: int = 2000, no_dump: tuple[int, ...] = (),
+           unique_frames: bool = False) -> dict[str, Any]:
+    """The ``ncclx.fr/1`` report of :func:`write_dumps`'s job, with ``per_rank`` (5 entries each).
+
+    ``unique_frames``: every rank's frames name a file of its own (nothing shared: the largest page).
+    """
     ranks = list(range(world))
     per_rank: dict[str, Any] = {}
     dumped = [r for r in ranks if r not in no_dump]
@@ -94,6 +98,9 @@ def report(world: int, culprit: int, entries: int = 2000, no_dump: tuple[int, ..
         last = entries - 1 if r == culprit else entries
         state = "never-entered" if r == culprit else "started"
         rows = [_contract_entry(s, "completed" if s < entries else state) for s in range(last - 4, last + 1)]
+        if unique_frames:
+            for e in rows:
+                e["frames"] = [{**f, "filename": f"/job/rank{r:05d}/{f['filename']}"} for f in e["frames"]]
         per_rank[str(r)] = {"state": state, "last_enqueued": last, "last_completed": min(last, entries - 1),
                             "last_entries": rows}
     entered = [r for r in dumped if r != culprit]

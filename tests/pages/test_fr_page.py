@@ -57,6 +57,8 @@ def test_a_1024_rank_page_is_small_and_collapses_ranks_into_ranges() -> None:
     ]
     assert [r["flag"] for r in data["groups"][0]["rows"]] == [0, 1, 0]
     assert len(data["groups"][0]["ranks"]) == 1024  # every rank is still findable
+    # Nothing shared between ranks (every frame names a file of its own): still under 5 MB.
+    assert len(render_page(synthetic.report(1024, culprit=700, unique_frames=True)).encode()) < 5 * 1024 * 1024
 
 
 def _hostile_report() -> dict[str, Any]:
