@@ -13,9 +13,10 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["count", "embed_json", "esc", "page", "ranges", "rank_text", "spans"]
+__all__ = ["count", "embed_json", "esc", "page", "ranges", "rank_text", "spans", "write_atomic"]
 
 
 def esc(text: object) -> str:
@@ -146,6 +147,16 @@ function drawGrid(el,spec,onPick){
 function fromSpans(sp){const o=[];for(const [a,b] of sp)for(let r=a;r<=b;r++)o.push(r);return o}
 function legend(el,items){el.innerHTML=items.map(([k,t])=>`<span><svg width="14" height="14"><defs><pattern id="hl${k}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#c9ccd2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7b808a" stroke-width="2.5"/></pattern></defs><rect class="c-${k}" width="14" height="14" rx="3" ${k==="nd"||k==="none"?`style="fill:url(#hl${k})"`:""}/></svg>${esc(t)}</span>`).join("")}
 """
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: never a half-written page.  OSError propagates."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def page(title: str, meta: str, body: str, data: Any, script: str) -> str:

@@ -133,3 +133,18 @@ def test_hostile_text_stays_text_in_the_browser(tmp_path: Path, open_page: Any) 
     opened.page.locator("#grid-0 .row").first.click()
     assert "</script><script>alert('x')</script>" in opened.page.locator("#detail-0").inner_text()
     opened.offline_and_clean()  # no dialog opened, no request for "x"
+
+
+def test_rows_past_the_cap_are_summed_up_and_the_culprit_row_is_kept() -> None:
+    report = synthetic.report(1000, culprit=999)
+    for r, info in report["groups"][0]["per_rank"].items():
+        if r != "999":  # every other rank stopped somewhere of its own: 999 distinct rows
+            info["last_completed"] = info["last_enqueued"] = 1000 + int(r)
+            info["state"] = "completed"
+    text = render_page(report)
+    data = json.loads(text.split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    rows = data["groups"][0]["rows"]
+    assert len(rows) == 400 and data["groups"][0]["hidden"] == 600
+    assert rows[-1]["label"] == "rank 999 · never-entered" and rows[-1]["flag"] == 1
+    assert "600 more rows not drawn" in text
+    assert len(data["groups"][0]["ranks"]) == 1000

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._htmlpage import count, esc, page, rank_text
+from .._htmlpage import count, esc, page, rank_text, write_atomic
 from ._merge import Source, who
 from ._model import Report, Status
 
@@ -155,7 +155,4 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
 
 def write_page(path: Path, sources: Sequence[Source], summary: Report, expected_ranks: Sequence[int] = ()) -> None:
     """Write the page atomically; OSError propagates for the caller's one-line error."""
-    text = render_page(sources, summary, expected_ranks)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render_page(sources, summary, expected_ranks))

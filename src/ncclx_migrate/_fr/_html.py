@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._htmlpage import count, esc, page, ranges, rank_text, spans
+from .._htmlpage import count, esc, page, ranges, rank_text, spans, write_atomic
 
 __all__ = ["render_page", "write_page"]
 
@@ -375,7 +375,4 @@ def render_page(report: dict[str, Any]) -> str:
 
 def write_page(path: Path, report: dict[str, Any]) -> None:
     """Write the page atomically (a half-written page is never left behind)."""
-    text = render_page(report)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render_page(report))
