@@ -89,7 +89,7 @@ section.block p.lines{margin:0 0 8px;color:var(--ink)}
 .pair{display:flex;gap:16px;align-items:flex-start;flex-wrap:wrap}
 .grid{overflow:auto;max-height:70vh;max-width:100%;flex:0 1 auto}
 .grid svg{display:block}
-.grid .row{cursor:pointer}
+.grid .row{cursor:pointer;outline:none}.grid .row:focus .bg{fill:#dfe7fb}
 .grid .row:hover .bg,.grid .row.sel .bg{fill:#e8eefc}
 .grid text{font:12px system-ui,sans-serif;fill:var(--ink)}
 .grid text.hd{fill:var(--mute);font-size:11px}
@@ -128,7 +128,7 @@ function drawGrid(el,spec,onPick){
     if(c.hl)o.push(`<rect x="${lw+j*cw}" y="2" width="${cw}" height="${h-4}" fill="none" stroke="#d64545" stroke-width="2" stroke-dasharray="4 2" rx="3"/>`);
     o.push(`<text class="hd" transform="translate(${x+4},${hh-6}) rotate(-55)" ${c.hl?'style="fill:#d64545;font-weight:700"':""}><title>${esc(c.tip||c.label)}</title>${esc(clip(c.label,spec.headClip||16))}</text>`)});
   rows.forEach((r,i)=>{const y=hh+i*ch,cls=r.flag?"culprit":"";
-    o.push(`<g class="row" data-row="${i}"><rect class="bg" x="0" y="${y}" width="${w}" height="${ch}" fill="transparent"/>`);
+    o.push(`<g class="row" data-row="${i}" tabindex="0" role="button"><rect class="bg" x="0" y="${y}" width="${w}" height="${ch}" fill="transparent"/>`);
     o.push(`<text class="${cls}" x="6" y="${y+15}"><title>${esc(r.tip||r.label)}</title>${esc(clip((r.flag?"\u25B6 ":"")+r.label,Math.floor(lw/7)))}</text>`);
     r.cells.forEach((k,j)=>{const x=lw+j*cw+2;
       o.push(`<rect class="c-${k}" x="${x}" y="${y+2}" width="${cw-4}" height="${ch-4}" rx="3"><title>${esc(r.label)} \u00B7 ${esc(cols[j].label)}: ${esc(spec.names[k]||k)}</title></rect>`)});
@@ -142,7 +142,9 @@ function drawGrid(el,spec,onPick){
   const sel=i=>{el.querySelectorAll(".row").forEach(g=>g.classList.toggle("sel",+g.dataset.row===i))};
   el.querySelectorAll(".row").forEach(g=>{const i=+g.dataset.row;
     g.addEventListener("mouseenter",()=>{if(pinned<0)onPick(i,false)});
-    g.addEventListener("click",()=>{pinned=i;sel(i);onPick(i,true)})});
+    const pin=()=>{pinned=i;sel(i);onPick(i,true)};
+    g.addEventListener("click",pin);
+    g.addEventListener("keydown",ev=>{if(ev.key==="Enter"||ev.key===" "){ev.preventDefault();pin()}})});
 }
 function fromSpans(sp){const o=[];for(const [a,b] of sp)for(let r=a;r<=b;r++)o.push(r);return o}
 function legend(el,items){el.innerHTML=items.map(([k,t])=>`<span><svg width="14" height="14"><defs><pattern id="hl${k}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#c9ccd2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7b808a" stroke-width="2.5"/></pattern></defs><rect class="c-${k}" width="14" height="14" rx="3" ${k==="nd"||k==="none"?`style="fill:url(#hl${k})"`:""}/></svg>${esc(t)}</span>`).join("")}

@@ -126,6 +126,29 @@ def test_1024_dumps_from_the_cli_render_in_the_browser(tmp_path: Path, open_page
 
 
 @browser
+def test_a_click_shows_entries_from_real_dump_files(tmp_path: Path, open_page: Any) -> None:
+    dumps = synthetic.write_dumps(tmp_path / "dumps", world=8, culprit=3, entries=4)
+    report = json.loads(run_ncclx("fr", "analyze", str(dumps), "--json").stdout)
+    if "per_rank" not in report["groups"][0]:
+        pytest.skip("this analyzer's report has no per_rank (docs/flight-recorder.md); the page draws without entries")
+    page_file = tmp_path / "hang.html"
+    run_ncclx("fr", "analyze", str(dumps), "--html", str(page_file))
+    opened = open_page(page_file)
+    page = opened.page
+    page.locator("#grid-0 .row").first.focus()
+    page.keyboard.press("Enter")  # rows work from the keyboard too
+    detail = page.locator("#detail-0")
+    assert "rank 0: last entries" in detail.inner_text()
+    newest = detail.locator("tbody tr").first.inner_text()
+    assert "#4" in newest and "all_reduce" in newest and "started" in newest
+    assert "[[1024, 4096]]" in newest and "_step_0 at /job/train.py:40" in newest
+    page.locator("#grid-0 .row", has=page.locator("text.culprit")).click()
+    assert "rank 3: last entries" in detail.inner_text()
+    assert "#3" in detail.locator("tbody tr").first.inner_text()
+    opened.offline_and_clean()
+
+
+@browser
 def test_hostile_text_stays_text_in_the_browser(tmp_path: Path, open_page: Any) -> None:
     page_file = tmp_path / "evil.html"
     write_page(page_file, _hostile_report())

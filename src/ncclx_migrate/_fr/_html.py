@@ -25,6 +25,7 @@ __all__ = ["render_page", "write_page"]
 _MAX_COLS = 32  # sequence numbers shown per group, around the first incomplete one
 _MAX_ROWS = 400  # rows past this are summed up in one line (ranks still findable by number)
 _MAX_CHIPS = 64
+_MAX_VERDICT_LINES = 8  # the rest is under each group
 _CELL = {"completed": "c", "started": "st", "scheduled": "sc"}
 _NAMES = {
     "c": "completed",
@@ -203,6 +204,9 @@ def _verdict(report: dict[str, Any]) -> tuple[str, str, list[str]]:
     if missing:
         lines.append(f"no dump from {rank_text(missing)}: turn on the watchdog "
                      "(NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang")
+    if len(lines) > _MAX_VERDICT_LINES:
+        more = len(lines) - _MAX_VERDICT_LINES + 1
+        lines = [*lines[: _MAX_VERDICT_LINES - 1], f"and {more} more findings: see the groups below"]
     if culprits:
         head = f"Culprit: {rank_text(culprits)}"
         return "bad", head, lines
