@@ -12,12 +12,17 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ._model import LEVELS, Report
 from .checks import CHECKS
+
+if TYPE_CHECKING:
+    from ._merge import Source
 
 __all__ = ["doctor"]
 
@@ -70,6 +75,21 @@ def emit(report: Report, as_json: bool) -> None:
         click.echo(render(report, color=use_color()))
 
 
+def write_html(path: Path, sources: Sequence[Source], summary: Report, expected: Sequence[int] = ()) -> None:
+    """The --html page; a path that cannot be written is one line and exit 2."""
+    from ._html import write_page
+
+    try:
+        write_page(path, sources, summary, expected)
+    except OSError as exc:
+        click.echo(f"ncclx doctor: error: {path}: cannot write the page there ({exc.strerror or exc})", err=True)
+        sys.exit(2)
+    click.echo(f"ncclx doctor: wrote {path}", err=True)
+
+
+_HTML_HELP = "Also write a self-contained HTML page (hosts or ranks x checks) to this file."
+
+
 @click.group(invoke_without_command=True)
 @click.option("--level", type=click.Choice(LEVELS), default="local", show_default=True,
               help="static: no torch import; local: import torch; probe: also build a real process "
@@ -87,6 +107,8 @@ def emit(report: Report, as_json: bool) -> None:
 @click.option("--require-gpu", is_flag=True, help="No visible GPU is a failure, not a warning.")
 @click.option("--timeout", type=float, default=30.0, show_default=True, callback=_timeout,
               metavar="SECONDS", help="Bound on the probe and on the cluster gather.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=_HTML_HELP + " With --level cluster, rank 0 writes it.")
 @click.pass_context
 def doctor(
     ctx: click.Context,
@@ -99,6 +121,7 @@ def doctor(
     backend: str | None,
     require_gpu: bool,
     timeout: float,
+    html: Path | None,
 ) -> None:
     """Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.
 
@@ -126,7 +149,9 @@ def doctor(
         from ._cluster import run_cluster
 
         with stdout_to_stderr():
-            report, code = run_cluster(options)
+            report, code = run_cluster(
+                options, on_merged=None if html is None else lambda src, rep, exp: write_html(html, src, rep, exp)
+            )
         if report is not None:
             emit(report, as_json)
         ctx.exit(code)
@@ -134,6 +159,10 @@ def doctor(
 
     with stdout_to_stderr():
         report, _ = run_checks(options)
+    if html is not None:
+        from ._merge import Source
+
+        write_html(html, [Source(report, "")], report)
     emit(report, as_json)
     ctx.exit(report.exit_code(strict))
 
@@ -142,8 +171,9 @@ def doctor(
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
 @click.pass_context
-def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool) -> None:
+def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool, html: Path | None) -> None:
     """Compare doctor reports saved on several nodes (ncclx doctor --json > NODE.json), offline."""
     from ._merge import load_reports, merge_reports
 
@@ -152,5 +182,7 @@ def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: b
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     merged = merge_reports(loaded)
+    if html is not None:
+        write_html(html, loaded, merged)
     emit(merged, as_json)
     ctx.exit(merged.exit_code(strict))

@@ -20,7 +20,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -138,7 +138,10 @@ def gather(store: Any, world: int, own: Report, deadline: float, stopped: Callab
         time.sleep(POLL_S)
 
 
-def run_cluster(options: Options) -> tuple[Report | None, int]:
+def run_cluster(
+    options: Options, on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None = None
+) -> tuple[Report | None, int]:
+    """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``)."""
     rank, world, addr, port = _where()
     stop: list[int] = []
     previous = None
@@ -200,4 +203,7 @@ def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, 
         store.set("done", "1")
     except Exception:  # the launcher may be tearing the store down
         pass
+    if on_merged is not None:
+        on_merged([got.sources[r] for r in sorted(got.sources)], merged,
+                  [r for r in range(world) if r not in got.bad])
     return merged, 1 if stop else merged.exit_code(options.strict)

@@ -49,7 +49,10 @@ _MAX_HELP = "Refuse a dump file larger than this many MB (a real one is a few MB
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema ncclx.fr/1).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 1024), default=None, help=_JOBS_HELP)
 @click.option("--max-dump-mb", type=click.IntRange(1, 1 << 20), default=MAX_DUMP_BYTES >> 20, help=_MAX_HELP)
-def analyze_cmd(folder: Path, prefix: str | None, as_json: bool, jobs: int | None, max_dump_mb: int) -> None:
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML page of where every rank stopped to this file.")
+def analyze_cmd(folder: Path, prefix: str | None, as_json: bool, jobs: int | None, max_dump_mb: int,
+                html: Path | None) -> None:
     """Name the rank that hung a collective, from per-rank dumps in FOLDER.
 
     Exit 0: no problem found; 1: a hang, mismatch or missing dump diagnosed;
@@ -60,6 +63,14 @@ def analyze_cmd(folder: Path, prefix: str | None, as_json: bool, jobs: int | Non
     except DumpError as exc:
         _fail("analyze", exc)
         return
+    if html is not None:
+        from ._html import write_page
+
+        try:
+            write_page(html, to_json(diag))
+        except OSError as exc:
+            _fail("analyze", DumpError(f"{html}: cannot write the page there ({exc.strerror or exc})"))
+        click.echo(f"ncclx fr analyze: wrote {html}", err=True)
     if as_json:
         click.echo(json.dumps(to_json(diag), indent=2))
     else:
