@@ -13,15 +13,18 @@ import enum
 # (budget 20 ms) reads Phase from here, so both are imported where used.
 
 __all__ = [
+    "BUILTIN_BACKENDS",
     "NCCL_FLOOR",
     "NCCL_RECONFIGURE_MIN",
     "NCCL_SHRINK_GROW_MIN",
     "RCCL_RECONFIGURE_MIN",
+    "TARGET_RANGE",
     "Phase",
     "backend_entry_points",
     "installed_torch_version",
     "phase_for_registry",
     "phase_for_version",
+    "target_range_error",
 ]
 
 NCCL_FLOOR = (2, 23, 0)  # compile-time floor raised by pytorch#186292
@@ -30,6 +33,23 @@ NCCL_SHRINK_GROW_MIN = (2, 29, 0)  # ncclCommGrow/GetUniqueId; fast path compile
 # pytorch#194774 (open when reviewed) gates ROCm reconfigure at RCCL 2.30.4, the first
 # RCCL with ncclCommRevoke (ROCm 7.14).  Not in the 2.15 CUDA wheel: UNCONFIRMED for ROCm 2.15.
 RCCL_RECONFIGURE_MIN = (2, 30, 4)
+
+# --target-torch: from 2.0 to one release past the newest these facts were checked on (2.15;
+# 2.16 is judged by what was announced for it).  Beyond that the tool would only guess.
+TARGET_RANGE = ((2, 0), (2, 16))
+
+# Backends torch.distributed knows without any entry point (Backend.backend_list in 2.13-2.15,
+# less "undefined"); entry points in the torch.distributed.backends group add to them.
+BUILTIN_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl", "fake")
+
+
+def target_range_error(target: tuple[int, int]) -> str | None:
+    """Why ``target`` is outside TARGET_RANGE (None: inside)."""
+    low, high = TARGET_RANGE
+    if low <= target <= high:
+        return None
+    return (f"torch {target[0]}.{target[1]} is outside the releases this tool knows "
+            f"({low[0]}.{low[1]} to {high[0]}.{high[1]})")
 
 
 class Phase(enum.Enum):

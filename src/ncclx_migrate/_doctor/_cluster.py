@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from ._facts import Options
 from ._merge import Source, merge_reports
 from ._model import CheckResult, Report, Status
 from ._runner import run_checks
+
+if TYPE_CHECKING:
+    from ._render import Progress
 
 __all__ = ["run_cluster"]
 
@@ -68,9 +71,12 @@ def _store(addr: str, port: int, rank: int, world: int, timeout: float) -> Any:
     return dist.PrefixStore(f"{PREFIX}/{run}/{attempt}", store)
 
 
-def run_cluster(options: Options) -> tuple[Report | None, int]:
+def run_cluster(options: Options, progress: Progress | None = None) -> tuple[Report | None, int]:
+    """``progress`` (rank 0, text output): status lines only; the merged report prints at the end."""
     rank, world, addr, port = _where()
+    status = progress.status if progress is not None and rank == 0 else (lambda text: None)
     local_opts = replace(options, level="local")
+    status("local checks...")
     report, _ = run_checks(local_opts)
     report.level = "cluster"
     report.rank = rank
@@ -98,6 +104,7 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
     deadline = started + options.timeout
     bad: dict[int, str] = {}
     while len(sources) + len(bad) < world and time.monotonic() < deadline:
+        status(f"gathered {len(sources) + len(bad)}/{world} ranks")
         for r in range(world):
             if r in sources or r in bad:
                 continue
@@ -111,6 +118,8 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
                 bad[r] = str(exc)
         if len(sources) + len(bad) < world:
             time.sleep(POLL_S)
+    if progress is not None:
+        progress.done()
     gather_ms = round((time.monotonic() - started) * 1000, 1)
     merged = merge_reports([sources[r] for r in sorted(sources)], level="cluster",
                            expected_ranks=[r for r in range(world) if r not in bad],

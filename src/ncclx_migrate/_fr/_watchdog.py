@@ -267,7 +267,7 @@ class HangDump:
         for name in FR_BUFFER_NAMES:  # c10d: the first one set wins
             value = os.environ.get(name)
             if value:
-                if value.strip().lstrip("-").isdigit() and int(value) <= 0:
+                if value.strip().lstrip("+-").isdigit() and int(value) == 0:  # < 0 still records
                     _log(f"{name}={value} turns the flight recorder off: the watchdog sees no "
                          "collectives and will never fire; unset it or make it > 0")
                 return
