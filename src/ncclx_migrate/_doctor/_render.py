@@ -48,7 +48,9 @@ def terminal_width(stream: TextIO | None = None) -> int:
     stream = stream or sys.stdout
     try:
         if stream.isatty():
-            return max(os.get_terminal_size(stream.fileno()).columns, MIN_WIDTH)
+            columns = os.get_terminal_size(stream.fileno()).columns
+            if columns > 0:  # a pseudo-terminal nobody sized reports 0
+                return max(columns, MIN_WIDTH)
     except (AttributeError, ValueError, OSError):
         pass
     return 80
