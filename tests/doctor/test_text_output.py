@@ -257,3 +257,13 @@ def test_cluster_gather_shows_how_many_ranks_it_has_on_a_terminal() -> None:
     seen = as_seen(raw)
     assert not any("gathered" in line for line in seen)
     assert any("rank 1 did not report within 3s" in line for line in seen), seen
+
+
+def test_merge_keeps_one_bullet_per_problem_when_every_node_agrees(tmp_path: Path) -> None:
+    env = {"TORCH_FR_BUFFER_SIZE": "0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME": "1"}
+    proc = doctor("--level", "static", "--check", "flight-recorder", "--json", env=env)
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(proc.stdout)
+    merged = doctor("merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), env={"COLUMNS": "100"})
+    bullets = [line for line in merged.stdout.splitlines() if line.startswith("        - ")]
+    assert [b.split()[1] for b in bullets] == ["TORCH_FR_BUFFER_SIZE=0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME=1"]

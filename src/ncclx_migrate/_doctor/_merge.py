@@ -216,9 +216,13 @@ def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
     if len(groups) == 1:
         (st, msg), members = next(iter(groups.items()))
         noun = "ranks" if all(m.report.rank is not None for m in members) else "reports"
-        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)],
-                           {"groups": [{"status": st.value, "who": who(members), "label": label(members),
-                                        "count": len(members), "message": msg, "remedy": remedies[(st, msg)]}]})
+        details: dict[str, Any] = {"groups": [{"status": st.value, "who": who(members), "label": label(members),
+                                               "count": len(members), "message": msg,
+                                               "remedy": remedies[(st, msg)]}]}
+        first = members[0].report.get(cid)
+        if first is not None and "problems" in first.details:  # the same problems everywhere: one bullet each
+            details["problems"] = first.details["problems"]
+        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)], details)
     ordered = sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0][0]), -len(kv[1])))
     parts = [f"{st.value} on {who(members)}: {msg}" for (st, msg), members in ordered]
     remedy = "; ".join(dict.fromkeys(remedies[k] for k, _ in ordered if remedies[k] and k[0] is not Status.OK))
