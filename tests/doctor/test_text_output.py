@@ -226,11 +226,13 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
             CheckResult("legacy-toggle", Status.WARN if odd else Status.OK,
                         "TORCH_DIST_USE_NCCL2='0' rolls back" if odd else "TORCH_DIST_USE_NCCL2 is not set",
                         "unset TORCH_DIST_USE_NCCL2" if odd else "", {"value": "0" if odd else None}),
+            CheckResult("gpu-binding", Status.OK, f"8 GPU(s) visible; LOCAL_RANK={r % 8} -> nccl2 binds cuda:{r % 8}"),
+            CheckResult("env-vars", Status.OK, f"NCCL settings: NCCL_RANK_TAG={r}"),  # differs on every rank
         ]
         sources.append(Source(Report("cluster", f"node{r // 8}", r, "2.15.0", checks), ""))
     merged = merge_reports(sources, level="cluster", expected_ranks=list(range(1030)), timeout=20, rank=0)
     lines = render(merged, width=100).splitlines()
-    assert len(lines) <= 24, "\n".join(lines)
+    assert len(lines) <= 40, "\n".join(lines)
     assert not _long_lines("\n".join(lines), 100)
     text = "\n".join(lines)
     toggle = lines.index(next(line for line in lines if MARK.match(line) and "legacy-toggle" in line))
@@ -240,6 +242,10 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
     assert "ranks 0-4,6-699,701-1023 (1022) on 128 hosts: ok" in text
     assert "ranks 1024-1029 (6) did not report within 20s" in text
     assert "torch 2.15.0 (all 1024 ranks)" in text
+    # Results that differ only in their ok text are grouped too: one bullet per LOCAL_RANK.
+    assert re.search(r"- ranks 0,8,16,[0-9,]+,\.\.\.,1016 \(128\) on 128 hosts: ok: 8 GPU\(s\) visible;", text)
+    # Results that differ on every rank are counted after a few, not listed.
+    assert "- 1017 more distinct results on 1017 more ranks/reports (--json lists them)" in text
 
 
 @pytest.mark.torch

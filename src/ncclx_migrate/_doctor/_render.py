@@ -27,6 +27,7 @@ _MARK = {
 _BAD = (Status.WARN, Status.FAIL, Status.ERROR)
 _ID_WIDTH = 19  # the longest check id (cluster-consistency), so streamed lines align
 MIN_WIDTH = 40
+MAX_GROUPS = 8  # bullets per merged check before the rest is counted
 
 
 def use_color(stream: TextIO | None = None) -> bool:
@@ -70,15 +71,22 @@ def _problems(c: CheckResult) -> list[tuple[str, str]]:
     groups = c.details.get("groups")
     if isinstance(groups, list) and len(groups) > 1 and all(isinstance(g, dict) for g in groups):
         # Odd ones out first: the smallest groups, then by severity.
-        order = [Status.ERROR, Status.FAIL, Status.WARN, Status.OK, Status.SKIP]
+        order = ["error", "fail", "warn", "ok", "skip"]
 
         def key(g: dict[str, Any]) -> tuple[int, int]:
-            status = Status(g.get("status", "ok")) if g.get("status") in Status._value2member_map_ else Status.OK
-            return int(g.get("count") or 0), order.index(status)
+            status = g.get("status")
+            return int(g.get("count") or 0), order.index(status) if status in order else len(order)
 
-        return [(f"{g.get('label') or g.get('who')}: {g.get('status')}: {g.get('message')}",
-                 str(g.get("remedy") or "") if g.get("status") in ("warn", "fail", "error") else "")
-                for g in sorted(groups, key=key)]
+        ordered = sorted(groups, key=key)
+        shown = ordered if len(ordered) <= MAX_GROUPS else ordered[:MAX_GROUPS - 1]
+        out = [(f"{g.get('label') or g.get('who')}: {g.get('status')}: {g.get('message')}",
+                str(g.get("remedy") or "") if g.get("status") in ("warn", "fail", "error") else "")
+               for g in shown]
+        rest = ordered[len(shown):]
+        if rest:  # results that differ rank by rank: stay one screen, the JSON has them all
+            n = sum(int(g.get("count") or 0) for g in rest)
+            out.append((f"{len(rest)} more distinct results on {n} more ranks/reports (--json lists them)", ""))
+        return out
     listed = c.details.get("problems")
     if isinstance(listed, list) and listed and all(isinstance(p, dict) for p in listed):
         return [(str(p.get("message", "")), str(p.get("remedy") or "")) for p in listed]
@@ -103,7 +111,9 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     # Messages start in the column after the id; on a narrow terminal under the mark instead.
     col = " " * (len(lead) if len(lead) <= width // 2 else 8)
     problems = _problems(c)
-    if c.status not in _BAD or (len(problems) == 1 and not problems[0][1]):
+    groups = c.details.get("groups")
+    grouped = isinstance(groups, list) and len(groups) > 1  # a merged check whose inputs differ
+    if not grouped and (c.status not in _BAD or (len(problems) == 1 and not problems[0][1])):
         out = _wrap(c.message, width, lead, col)
     else:
         out = _wrap(_title(c.id), width, lead, col)
@@ -179,5 +189,3 @@ class Progress:
         self._clear()
 
 
-def no_progress(text: str) -> None:
-    """The default progress hook: say nothing."""
