@@ -45,10 +45,12 @@ def stdout_to_stderr() -> Iterator[TextIO]:
         os.dup2(2, 1)
         yield real
     finally:
-        real.flush()
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe must not skip the restore
+            real.flush()
         sys.stdout.flush()
         os.dup2(saved, 1)
-        real.close()
+        with contextlib.suppress(OSError, ValueError):
+            real.close()
         os.close(saved)
 
 
