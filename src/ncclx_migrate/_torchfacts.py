@@ -18,6 +18,7 @@ __all__ = [
     "GENERIC_TIMEOUT_MIN",
     "NAME_BUILDS",
     "NCCL_BUILDS",
+    "BUILTIN_BACKENDS",
     "NCCL_FLOOR",
     "NCCL_RECONFIGURE_MIN",
     "NCCL_SHRINK_GROW_MIN",
@@ -28,6 +29,7 @@ __all__ = [
     "SUPPORTED_RELEASES",
     "TOGGLE_VALUES",
     "USE_NCCL2_RETURNS",
+    "TARGET_RANGE",
     "Phase",
     "backend_entry_points",
     "default_timeout_minutes",
@@ -35,6 +37,7 @@ __all__ = [
     "phase_for_registry",
     "phase_for_version",
     "release_of",
+    "target_range_error",
 ]
 
 NCCL_FLOOR = (2, 23, 0)  # compile-time floor raised by pytorch#186292
@@ -43,6 +46,23 @@ NCCL_SHRINK_GROW_MIN = (2, 29, 0)  # ncclCommGrow/GetUniqueId; fast path compile
 # pytorch#194774 (open when reviewed) gates ROCm reconfigure at RCCL 2.30.4, the first
 # RCCL with ncclCommRevoke (ROCm 7.14).  Not in the 2.15 CUDA wheel: UNCONFIRMED for ROCm 2.15.
 RCCL_RECONFIGURE_MIN = (2, 30, 4)
+
+# --target-torch: from 2.0 to one release past the newest these facts were checked on (2.15;
+# 2.16 is judged by what was announced for it).  Beyond that the tool would only guess.
+TARGET_RANGE = ((2, 0), (2, 16))
+
+# Backends torch.distributed knows without any entry point (Backend.backend_list in 2.13-2.15,
+# less "undefined"); entry points in the torch.distributed.backends group add to them.
+BUILTIN_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl", "fake")
+
+
+def target_range_error(target: tuple[int, int]) -> str | None:
+    """Why ``target`` is outside TARGET_RANGE (None: inside)."""
+    low, high = TARGET_RANGE
+    if low <= target <= high:
+        return None
+    return (f"torch {target[0]}.{target[1]} is outside the releases this tool knows "
+            f"({low[0]}.{low[1]} to {high[0]}.{high[1]})")
 
 
 class Phase(enum.Enum):

@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -23,6 +23,7 @@ from .checks import CHECKS
 
 if TYPE_CHECKING:
     from ._merge import Source
+    from ._render import Progress
 
 __all__ = ["doctor"]
 
@@ -30,30 +31,72 @@ _IDS = [c.id for c in CHECKS]
 
 
 @contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json."""
+def stdout_to_stderr() -> Iterator[TextIO]:
+    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json.
+
+    Yields a stream on the real stdout, for the report streamed as the checks complete.
+    """
     sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:
-        yield
+        yield sys.stdout
         return
+    real = open(saved, "w", encoding=sys.stdout.encoding or "utf-8", errors="replace", closefd=False)
     try:
         os.dup2(2, 1)
-        yield
+        yield real
     finally:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe must not skip the restore
+            real.flush()
         sys.stdout.flush()
         os.dup2(saved, 1)
+        with contextlib.suppress(OSError, ValueError):
+            real.close()
         os.close(saved)
 
 
 def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
+    from .._torchfacts import target_range_error
+
     m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", value)
     if not m:
         raise click.BadParameter(f"{value!r} is not a torch release like 2.16")
-    return int(m.group(1)), int(m.group(2))
+    target = int(m.group(1)), int(m.group(2))
+    problem = target_range_error(target)
+    if problem:
+        raise click.BadParameter(problem)
+    return target
+
+
+def known_backends(import_torch: bool) -> list[str]:
+    """Backend names init_process_group accepts here: torch's built-ins, entry points, and
+    (when torch may be imported) whatever torch's registry holds, custom backends included."""
+    from .. import _torchinfo as ti
+    from .._torchfacts import BUILTIN_BACKENDS
+
+    names = {*BUILTIN_BACKENDS, *(n.lower() for n in ti.backend_providers())}
+    if import_torch:
+        try:
+            import torch.distributed as dist
+
+            names |= {str(n).lower() for n in dist.Backend.backend_list} - {"undefined"}
+        except Exception:  # no torch / no distributed: the checks say so
+            pass
+    return sorted(names)
+
+
+def check_backend(value: str, import_torch: bool) -> None:
+    """Raise a usage error naming the known backends when ``value`` names an unknown one."""
+    parts = [p.partition(":")[2] if ":" in p else p for p in value.split(",")]
+    known = known_backends(import_torch)
+    unknown = [p.strip() for p in parts if p.strip().lower() not in known]
+    if unknown or not value.strip():
+        raise click.BadParameter(
+            f"{(unknown or [value])[0]!r} is not a backend this torch knows; known: {', '.join(known)} "
+            '(or the "cpu:gloo,cuda:nccl" form)', param_hint="'--backend'")
 
 
 # A day: far past any probe or gather, and inside what TCPStore's timeout can hold.
@@ -70,9 +113,24 @@ def emit(report: Report, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=False))
     else:
-        from ._render import render, use_color
+        from ._render import render, terminal_width, use_color
 
-        click.echo(render(report, color=use_color()))
+        click.echo(render(report, color=use_color(), width=terminal_width()))
+
+
+def _progress(as_json: bool, stream: TextIO) -> Progress | None:
+    """The streaming text report (None with --json); live status lines only on a terminal."""
+    if as_json:
+        return None
+    from ._render import Progress, terminal_width, use_color
+
+    # fd 1 points at stderr while the checks run: ask the real stdout (``stream``).
+    color = use_color(stream)
+    try:
+        live = stream.isatty()
+    except ValueError:
+        live = False
+    return Progress(stream, color, terminal_width(stream), live)
 
 
 def write_html(path: Path, sources: Sequence[Source], summary: Report, expected: Sequence[int] = ()) -> None:
@@ -142,28 +200,36 @@ def doctor(
                 click.echo(f"{c.id:<20} {c.min_level:<8} {c.title}")
         return
     from ._facts import Options
+    from ._model import level_index
 
+    if backend is not None:
+        check_backend(backend, level_index(level) >= level_index("local"))
     options = Options(level=level, strict=strict, target_torch=target_torch, require_gpu=require_gpu,
                       timeout=timeout, selected=selected, backend=backend)
     if level == "cluster":
         from ._cluster import run_cluster
 
-        with stdout_to_stderr():
+        with stdout_to_stderr() as out:
             report, code = run_cluster(
-                options, on_merged=None if html is None else lambda src, rep, exp: write_html(html, src, rep, exp)
+                options, _progress(as_json, out),
+                on_merged=None if html is None else lambda src, rep, exp: write_html(html, src, rep, exp),
             )
         if report is not None:
             emit(report, as_json)
         ctx.exit(code)
     from ._runner import run_checks
 
-    with stdout_to_stderr():
-        report, _ = run_checks(options)
+    with stdout_to_stderr() as out:
+        progress = _progress(as_json, out)
+        report, _ = run_checks(options, progress=progress)
+        if progress is not None:
+            progress.summary(report)
     if html is not None:
         from ._merge import Source
 
         write_html(html, [Source(report, "")], report)
-    emit(report, as_json)
+    if progress is None:
+        emit(report, as_json)
     ctx.exit(report.exit_code(strict))
 
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +31,9 @@ from ._facts import Options
 from ._merge import Source, merge_reports
 from ._model import CheckResult, Report, ReportError, Status
 from ._runner import run_checks
+
+if TYPE_CHECKING:
+    from ._render import Progress
 
 __all__ = ["Gathered", "gather", "publish", "run_cluster"]
 
@@ -113,12 +116,13 @@ class Gathered:
 
 
 def gather(store: Any, world: int, own: Report, deadline: float, stopped: Callable[[], bool] = lambda: False,
-           ) -> Gathered:
+           status: Callable[[str], None] = lambda text: None) -> Gathered:
     """Rank 0: collect the other ranks' reports until all are in, ``deadline`` (monotonic)
     passes or ``stopped()``; what could not be read is named, never raised."""
     out = Gathered({0: Source(own, "")}, {}, {0: time.time()}, {})
     count = 0
     while True:
+        status(f"gathered {len(out.sources) + len(out.bad)}/{world} ranks")
         total = int(store.add("arrived_n", 0))
         if total != count:
             count = total
@@ -139,24 +143,30 @@ def gather(store: Any, world: int, own: Report, deadline: float, stopped: Callab
 
 
 def run_cluster(
-    options: Options, on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None = None
+    options: Options, progress: Progress | None = None,
+    on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None = None,
 ) -> tuple[Report | None, int]:
-    """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``)."""
+    """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``).
+    ``progress`` (rank 0, text output): status lines only; the merged report prints at the end."""
     rank, world, addr, port = _where()
     stop: list[int] = []
     previous = None
     if rank == 0:  # from now on a SIGTERM ends the wait, not the process
         previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
     try:
-        return _run_cluster(options, rank, world, addr, port, stop)
+        return _run_cluster(options, rank, world, addr, port, stop, progress, on_merged)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
 def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, stop: list[int],
+                 progress: Progress | None,
+                 on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None,
                  ) -> tuple[Report | None, int]:
+    status = progress.status if progress is not None and rank == 0 else (lambda text: None)
     local_opts = replace(options, level="local")
+    status("local checks...")
     report, _ = run_checks(local_opts)
     report.level = "cluster"
     report.rank = rank
@@ -178,7 +188,9 @@ def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, 
     if rank != 0:
         return None, 0
     poll_start = time.time()
-    got = gather(store, world, report, started + options.timeout, lambda: bool(stop))
+    got = gather(store, world, report, started + options.timeout, lambda: bool(stop), status)
+    if progress is not None:
+        progress.done()
     gather_ms = round((time.monotonic() - started) * 1000, 1)
     merged = merge_reports([got.sources[r] for r in sorted(got.sources)], level="cluster",
                            expected_ranks=[r for r in range(world) if r not in got.bad],

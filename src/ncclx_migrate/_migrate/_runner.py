@@ -48,6 +48,7 @@ class Outcome:
     diff: str | None = None
     scanned: bool = True  # False: not a kind of file any scanner handles
     skipped: str | None = None  # why a file of a kind we scan was left unread (said on stderr)
+    warnings: list[str] = field(default_factory=list)  # "line: text", shown on stderr
 
 
 @dataclass
@@ -201,7 +202,7 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result)
+    out = Outcome(result, warnings=suppression_warnings(text))
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
@@ -213,6 +214,14 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
                 for f in result.findings:
                     f.applied = False
     return out
+
+
+def suppression_warnings(text: str) -> list[str]:
+    """One line per ignore comment code that matches no rule (it silences nothing)."""
+    from ._suppress import unknown_codes
+
+    return [f"{line}: unknown rule code {code} in '# ncclx: ignore[...]' (it silences nothing; "
+            "`ncclx rules` lists the codes)" for line, code in unknown_codes(text)]
 
 
 def run(
