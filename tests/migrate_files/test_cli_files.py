@@ -82,11 +82,14 @@ def test_text_format_line(project: Path) -> None:
 def test_diff_shows_what_write_applies(project: Path) -> None:
     proc = run_ncclx("migrate", "--diff", "-q", ".env", "Dockerfile", cwd=project)
     assert proc.returncode == 1
-    assert "+export TORCH_FR_BUFFER_SIZE=\"2000\"" in proc.stdout
-    assert "+ENV TORCH_FR_BUFFER_SIZE 2000" in proc.stdout
+    # .env and Dockerfile ENV cannot keep torch's new-then-old reading: unsafe there.
+    assert "+export TORCH_FR_BUFFER_SIZE" not in proc.stdout
+    assert "+ENV TORCH_FR_BUFFER_SIZE" not in proc.stdout
     assert "-TORCH_DIST_USE_NCCL2=0" not in proc.stdout  # unsafe: not without --unsafe-fixes
-    unsafe = run_ncclx("migrate", "--diff", "--unsafe-fixes", "-q", ".env", cwd=project)
+    unsafe = run_ncclx("migrate", "--diff", "--unsafe-fixes", "-q", ".env", "Dockerfile", cwd=project)
     assert "-TORCH_DIST_USE_NCCL2=0" in unsafe.stdout
+    assert "+export TORCH_FR_BUFFER_SIZE=\"2000\"" in unsafe.stdout
+    assert "+ENV TORCH_FR_BUFFER_SIZE 2000" in unsafe.stdout
     assert (project / ".env").read_bytes() == FILES[".env"].read_bytes()
 
 
@@ -112,7 +115,7 @@ def test_crlf_files_keep_crlf(tmp_path: Path) -> None:
     assert proc.returncode == 1
     out = (tmp_path / "run.sh").read_bytes()
     assert out != src and b"\n" not in out.replace(b"\r\n", b"")
-    assert b"export TORCH_FR_BUFFER_SIZE=2000\r\n" in out
+    assert b'export TORCH_FR_DUMP_TEMP_FILE="${TORCH_FR_DUMP_TEMP_FILE-$TORCH_NCCL_DEBUG_INFO_TEMP_FILE}"\r\n' in out
 
 
 def test_select_ignore_and_suppression(project: Path) -> None:
