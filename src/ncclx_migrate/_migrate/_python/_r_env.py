@@ -326,11 +326,10 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
                          f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
             return
         spelled = "" if v == "1" else f' ({v!r} never opted in on 2.14: only "1" does)'
-        safe = not reads_back and not site.removal == []
         a.report(site.node, "NCX102",
                  f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
                  + (" The file reads the variable back, so removing it is not safe." if reads_back else ""),
-                 FixKind.SAFE if safe else FixKind.UNSAFE, removal)
+                 FixKind.UNSAFE, removal)  # never safe: an inherited "0" would then roll back
     else:
         shown = "an unresolved value" if v is None else repr(v)
         a.report(site.node, "NCX101",
