@@ -99,6 +99,8 @@ def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString |
     row = lookup(name)
     if row is None or row.kind is EnvKind.CURRENT:
         return None
+    if any(isinstance(n, cst.Comparison) for n in a.stack):
+        return None  # `assert env == {...}`, `x in (...)`: compared, not set
     site = _Site(node, name, key, value, _str(value))
     site.scope = a.enclosing_function()
     site.order = a.order
