@@ -357,3 +357,18 @@ def test_toggle_set_after_the_first_group_says_it_has_no_effect(tmp_path: Path) 
     assert lines[0].startswith("late.py:5:1: NCX101") and "comes after" not in lines[0]
     assert lines[1].startswith("late.py:7:1: NCX101")
     assert "comes after init_process_group() on line 6" in lines[1] and "no effect" in lines[1]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_detection_note_on_stderr_in_every_format(tmp_path: Path, fmt: str) -> None:
+    tree(tmp_path, {"a.py": TOGGLE, "requirements.txt": "torch>=2.14\n"})
+    proc = run_ncclx("migrate", "--format", fmt, ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ncclx migrate: target torch 2.14 (from " in proc.stderr and "requirements.txt)" in proc.stderr
+    assert "ncclx migrate: target torch" not in proc.stdout
+    if fmt in ("json", "sarif"):
+        json.loads(proc.stdout)
+    # --diff puts the report on stderr: a machine-readable one stays parseable there.
+    diff = run_ncclx("migrate", "--diff", "--format", fmt, ".", cwd=tmp_path)
+    if fmt in ("json", "sarif"):
+        json.loads(diff.stderr)

@@ -164,3 +164,34 @@ def test_shell_script_from_stdin() -> None:
     proc = run_ncclx("migrate", "--write", "--unsafe-fixes", "--stdin-filename", "run.sh", "-",
                      input="export TORCH_DIST_USE_NCCL2=0\necho ok\n")
     assert proc.stdout == "echo ok\n", proc.stderr
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+def test_findings_left_after_write_point_into_the_written_file(project: Path, unsafe: bool) -> None:
+    """Each finding that --write leaves points at the same text in the written file as the
+    report-only run pointed at in the original (lines added above it move it down)."""
+    before = {rel: (project / rel).read_text().splitlines() for rel in FILES}
+    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+    args = ["migrate", "--write", "--format", "json", "-q", *(["--unsafe-fixes"] if unsafe else []), "."]
+    written = _json(run_ncclx(*args, cwd=project))["findings"]
+    assert len(report) == len(written)
+    key = lambda f: (f["path"], f["code"], f["message"])  # noqa: E731
+    moved = 0
+    for old, new in zip(sorted(report, key=key), sorted(written, key=key), strict=True):
+        assert key(old) == key(new)
+        if new["applied"]:
+            continue
+        after = (project / new["path"]).read_text().splitlines()
+        was = before[old["path"]][old["line"] - 1][old["column"] - 1 :][:12]
+        now = after[new["line"] - 1][new["column"] - 1 :][:12]
+        assert was == now, (new, was, now)
+        moved += (old["line"], old["column"]) != (new["line"], new["column"])
+    assert moved > 0  # the fixture set has findings below an added line
+
+
+def test_diff_positions_stay_in_the_file_as_it_is(project: Path) -> None:
+    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+    proc = run_ncclx("migrate", "--diff", "--unsafe-fixes", "--format", "json", "-q", ".", cwd=project)
+    diffed = json.loads(proc.stderr)["findings"]
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in report] == \
+        [(f["path"], f["line"], f["column"], f["code"]) for f in diffed]

@@ -173,6 +173,7 @@ class Collector:
         index = LineIndex(self.text)
         findings: list[Finding] = []
         taken: list[Edit] = []
+        left: list[tuple[Finding, int]] = []  # findings not fixed, with their offset
         for hit in sorted(self._hits(), key=lambda h: (h.offset, h.code)):
             if not is_selected(hit.code, self.options):
                 continue
@@ -187,10 +188,30 @@ class Collector:
                     taken.extend(hit.edits)
                     applied = True
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied))
+            if not applied:
+                left.append((findings[-1], hit.offset))
         new_text = apply_edits(self.text, taken) if taken else None
         if new_text == self.text:
             new_text = None
+        if new_text is not None and not self.options.dry_run:
+            # What --write leaves points into the written file (as for Python); --diff
+            # writes nothing, so positions stay in the file as it is.
+            new_index = LineIndex(new_text)
+            for f, offset in left:
+                f.line, f.column = new_index.position(_moved(offset, taken))
         return FileResult(self.path, findings, new_text)
+
+
+def _moved(offset: int, edits: list[Edit]) -> int:
+    """Where ``offset`` of the old text lands once ``edits`` are applied (an offset inside a
+    replaced span goes to the start of its replacement)."""
+    shift = 0
+    for e in edits:
+        if e.end <= offset:  # an insertion at ``offset`` goes before it
+            shift += len(e.text) - (e.end - e.start)
+        elif e.start < offset < e.end:
+            return e.start + shift
+    return offset + shift
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
