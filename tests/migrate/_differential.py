@@ -6,7 +6,8 @@ one) and what every child process is given must come out the same.
 
 Python: one driver process per side forks a child per environment; the child replaces
 its environment, runs the module's code with ``runpy`` (module level, then every
-module-level function that takes no argument), and reports.  ``subprocess`` spawns and
+module-level function, each required positional argument given ``1``; what one raises is
+part of the observation), and reports.  ``subprocess`` spawns and
 ``os.exec*`` are stubbed to record the environment the child would get (the ``env=``
 mapping, else the process's C-level environment, read with ``getenv``), and ``import
 torch*`` gets a permissive stub, so that no process group is created.  The observation is
@@ -14,8 +15,7 @@ also taken at the end (C-level environment, so ``os.putenv`` counts).
 
 Shell: real ``bash`` runs the script with ``PATH`` pointing nowhere and a
 ``command_not_found_handle`` (from ``BASH_ENV``) that records every external command with
-``/usr/bin/env -0``: the environment that command really gets (prefix assignments
-included).  ``env``, ``docker/podman run -e/--env``, ``mpirun -x`` and ``srun --export``
+the variables bash exports to it (``compgen -e``, prefix assignments included).  ``env``, ``docker/podman run -e/--env``, ``mpirun -x`` and ``srun --export``
 are then applied to it, since their arguments are environment for the job they start.
 The shell's exported environment is recorded once more at exit (a sourced script).
 """
@@ -65,12 +65,12 @@ def changed(before: str, after: str) -> str:
 
 
 def matrix(names: list[str]) -> list[Env]:
-    """Each name unset or set to its own value; the full product up to 6 names, else per
+    """Each name unset or set to its own value; the full product up to 4 names, else per
     pair all four combinations with the others unset and with the others set."""
     values = {n: str(9001 + k) for k, n in enumerate(names)}
     if TOGGLE_VAR in values:
         values[TOGGLE_VAR] = "0"  # the one value that changes what torch builds
-    if len(names) <= 6:
+    if len(names) <= 4:
         return [{n: values[n] for n, on in zip(names, bits, strict=True) if on}
                 for bits in itertools.product((False, True), repeat=len(names))]
     envs: list[Env] = []
@@ -157,9 +157,14 @@ def run_one(env):
         g = runpy.run_path(path, run_name="__ncclx_fixture__")
         for v in list(g.values()):
             code = getattr(v, "__code__", None)
-            if (getattr(v, "__module__", None) == "__ncclx_fixture__" and code is not None
-                    and code.co_argcount == 0 and not (v.__defaults__ or ())):
-                v()
+            if getattr(v, "__module__", None) != "__ncclx_fixture__" or code is None:
+                continue
+            if code.co_kwonlyargcount > len(v.__kwdefaults__ or {}):
+                continue
+            try:
+                v(*[1] * (code.co_argcount - len(v.__defaults__ or ())))
+            except BaseException as e:
+                seen.append(["raised", {"in": v.__name__, "type": type(e).__name__}])
     except BaseException as e:
         outcome = type(e).__name__
     record("end", c_env())
@@ -198,14 +203,20 @@ def run_python(source: str, names: list[str], envs: list[Env]) -> list[object]:
     assert proc.returncode == 0, proc.stderr
     out: list[object] = []
     for outcome, seen in json.loads(proc.stdout):
-        out.append([outcome, [(kind, torch_reads(e, names)) for kind, e in seen]])
+        out.append([outcome, [(kind, e if kind == "raised" else torch_reads(e, names))
+                              for kind, e in seen]])
     return out
 
 
 # ----------------------------------------------------------------------------- shell
 _BASH_ENV = r'''
 __ncclx_record() {
-  { printf 'CMD\0%s\0' "$#"; printf '%s\0' "$@"; /usr/bin/env -0; printf 'END\0'; } >>"$NCCLX_LOG"
+  local n
+  { printf 'CMD\0%s\0' "$#"; printf '%s\0' "$@"
+    for n in $(compgen -e); do  # exported now, prefix assignments included
+      case " $NCCLX_NAMES " in *" $n "*) printf '%s=%s\0' "$n" "${!n}";; esac
+    done
+    printf 'END\0'; } >>"$NCCLX_LOG"
 }
 command_not_found_handle() { __ncclx_record "$@"; return 0; }
 trap '__ncclx_record "(exit)"' EXIT
@@ -255,7 +266,8 @@ def run_shell(script: str, names: list[str], envs: list[Env]) -> list[object]:
             proc = subprocess.run(
                 ["/bin/bash", "script.sh"], cwd=tmp, stdin=subprocess.DEVNULL,
                 capture_output=True, timeout=30,
-                env={**env, "BASH_ENV": "bash_env.sh", "PATH": "/nonexistent", "NCCLX_LOG": str(log)},
+                env={**env, "BASH_ENV": "bash_env.sh", "PATH": "/nonexistent", "NCCLX_LOG": str(log),
+                     "NCCLX_NAMES": " ".join(names)},
             )
             parts = log.read_bytes().split(b"\0")
             assert parts[0] == b"CMD", f"nothing recorded: {proc.stderr!r}"  # the exit trap always runs
