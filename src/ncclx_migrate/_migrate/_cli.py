@@ -96,7 +96,9 @@ def migrate(
             raise click.BadParameter(problem, param_hint="--target-torch")
     else:
         target, source = detect_target(paths[0] if paths[0] != "-" else ".")
-        if source and not quiet and fmt == "text":
+        # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
+        # --diff puts a machine-readable report on stderr itself.
+        if source and not quiet and (fmt == "text" or not diff):
             click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {source})", err=True)
     options = Options(
         target_torch=target,

@@ -48,7 +48,7 @@ RULES: tuple[Rule, ...] = (
          (_U, _N), "2.14, 2.15", _PY),
     Rule("NCX102", "redundant-opt-in",
          "TORCH_DIST_USE_NCCL2=1 is redundant where nccl2 is already the default",
-         (_S, _N), "2.14, 2.15", _PY),
+         (_U, _N), "2.14, 2.15", _PY),  # removing it lets an inherited "0" roll back
     Rule("NCX103", "nccl-legacy-backend",
          '"nccl-legacy" used as a backend name (rollback name with no announced future)',
          (_U, _N), "2.14, 2.15", _PY),
@@ -80,7 +80,7 @@ RULES: tuple[Rule, ...] = (
          (_U, _N), "2.15", _PY),
     Rule("NCX123", "unprefixed-env",
          "old unprefixed NCCL_* spelling of a TORCH_NCCL_* variable (accepted with a deprecation warning)",
-         (_S, _N), "2.13, 2.14, 2.15", _PY),
+         (_S, _U, _N), "2.13, 2.14, 2.15", _PY),
     # --- process-group creation ---
     Rule("NCX130", "init-without-device-id",
          "NCCL init_process_group without device_id in code that picks its GPU with torch.cuda.set_device",

@@ -349,12 +349,31 @@ class _TryBody(cst.CSTVisitor):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.a.dist(node.func) in _INIT:
+        if self.a.dist(node.func) in _INIT and _may_be_nccl(node):
             self.init = True
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self.a.dist(node) in _BITWISE:
             self.bitwise = True
+
+
+def _may_be_nccl(call: cst.Call) -> bool:
+    """The group may be NCCL: no backend (CUDA picks "nccl"), a computed one, or a name
+    with "nccl" in it; an explicit "gloo" cannot hit the no-GPU failure nccl2 changes."""
+    arg = next((x for x in call.args if x.keyword is not None and x.keyword.value == "backend"), None)
+    if arg is None and call.args and call.args[0].keyword is None and call.args[0].star == "":
+        arg = call.args[0]
+    if arg is None or not isinstance(arg.value, cst.SimpleString):
+        return True
+    value = arg.value.evaluated_value
+    return not isinstance(value, str) or "nccl" in value
+
+
+# A handler for the no-GPU failure falls back or says why; one that mentions none of these
+# is about something else (a bad tcp:// address, a timeout) and is left alone.
+# A handler that only swallows the error (`pass`) may well be the no-GPU one: still reported.
+_GPU_WORDS = re.compile(r"gloo|cpu|gpu|cuda|nccl|device|backend", re.IGNORECASE)
+_SILENT = re.compile(r"\bpass\b|\.\.\.|\bcontinue\b|#[^\n]*|\s|:")
 
 
 def _caught(h: cst.ExceptHandler) -> list[str] | None:
@@ -379,6 +398,9 @@ def _try(a: Analyzer, node: cst.Try) -> None:
         if has_v == has_r or (has_r and not body.bitwise):
             continue  # a RuntimeError-only handler around init is usually about something else
         assert h.type is not None
+        handler = a.code(h.body)
+        if body.init and not body.bitwise and not _GPU_WORDS.search(handler) and _SILENT.sub("", handler):
+            continue
         if body.init:
             why = ("init_process_group raises ValueError without a GPU under legacy but RuntimeError "
                    '("nccl2 requires at least one CUDA device") under nccl2 (torch 2.15)')
