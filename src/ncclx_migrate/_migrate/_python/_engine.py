@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
@@ -349,11 +349,18 @@ def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
 def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
     imports: list[tuple[str, str | None]] = []
+    unused: list[tuple[str, str | None, str | None]] = []
     for p in wanted:
         for node, edit in p.edits:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
+        unused.extend(p.unused)
     new = module.visit(_Apply(edits))
+    if unused:  # only imports a fix stopped using, and only when nothing else uses them
+        ctx = CodemodContext()
+        for mod, obj, asname in dict.fromkeys(unused):
+            RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, asname)
+        new = RemoveImportsVisitor(ctx).transform_module(new)
     if imports:
         ctx = CodemodContext()
         for mod, obj in dict.fromkeys(imports):

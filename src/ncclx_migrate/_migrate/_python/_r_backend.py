@@ -231,7 +231,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, "NCX130",
                      f"{base}; pass device_id= the device chosen by set_device on line {a.pos(sd.call).start.line}. "
                      "(On legacy this also makes init eager.)",
-                     FixKind.UNSAFE, append_kwarg(call, "device_id", value), imports)
+                     FixKind.UNSAFE, append_kwarg(a, call, "device_id", value), imports)
         elif dominating:
             a.report(call, "NCX130", f"{base}; if this backend is NCCL, pass device_id= the device "
                      f"chosen by set_device on line {a.pos(dominating[-1].call).start.line}.")
