@@ -70,6 +70,9 @@ def _called(names: str) -> Callable[[str], bool]:
     return _re(rf"(?:{names})(?:\s*\(|\s+as\s+\w)")
 
 
+# Anything that picks a GPU (set_device, set_device_index, with torch.cuda.device(i)) and an init.
+_NCX130 = _all(_has("set_device", "cuda.device"), _any(_called(r"set_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
+               _called("init_process_group"))
 _BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
 
 # Cheap text tests: a rule cannot fire on a file where its test is False.  They follow each
@@ -107,10 +110,11 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX121": _has("_dump_nccl_trace", "_dump_fr_trace", "_reset_fr_trace"),
     "NCX122": _env,
     "NCX123": _env,
-    "NCX130": _all(_has("set_device"), _called("set_device"), _called("init_process_group")),
+    "NCX130": _NCX130,
     "NCX131": _all(_has("use_local_synchronization"), _re(r"use_local_synchronization\s*=\s*True")),
     "NCX132": _all(_has("ProcessGroupNCCL"), _called("ProcessGroupNCCL")),
     "NCX133": _all(_has("lazy_init"), _re(r"\.lazy_init\s*=[^=]"), _has("ProcessGroupNCCL")),
+    "NCX134": _NCX130,
 }
 
 
