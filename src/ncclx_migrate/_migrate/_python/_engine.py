@@ -284,12 +284,18 @@ class _Apply(cst.CSTTransformer):
                 lbrace=cst.LeftCurlyBrace(whitespace_after=_closed(updated_node.lbrace.whitespace_after)),
                 rbrace=cst.RightCurlyBrace(whitespace_before=cst.SimpleWhitespace("")),
             )
-        return updated_node.with_changes(elements=_last_comma(original_node.elements, updated_node.elements))
+        elements, took_close = _last_comma(original_node.elements, updated_node.elements,
+                                           updated_node.rbrace.whitespace_before)
+        if took_close:
+            # the new last entry's comma now ends its line (with its comment): the bracket's old
+            # whitespace, holding the removed entry's comment, goes with that entry
+            return updated_node.with_changes(elements=elements, rbrace=cst.RightCurlyBrace(cst.SimpleWhitespace("")))
+        return updated_node.with_changes(elements=elements)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         if original_node.args and not updated_node.args:
             return updated_node.with_changes(whitespace_before_args=_closed(updated_node.whitespace_before_args))
-        return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args))
+        return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args)[0])
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr | cst.RemovalSentinel:
         # m.update({K: v}) / m.update(K=v) whose every item was removed: drop the no-op call.
@@ -325,14 +331,37 @@ class _Apply(cst.CSTTransformer):
 _Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
 
 
-def _last_comma(old: Sequence[_Item], new: Sequence[_Item]) -> Sequence[_Item]:
+def _last_comma(
+    old: Sequence[_Item], new: Sequence[_Item], close: cst.BaseParenthesizableWhitespace | None = None
+) -> tuple[Sequence[_Item], bool]:
     """After items were removed, the last one left takes the comma (and so the layout up to
-    the closing bracket) of the old last one: no dangling ``, `` is left behind."""
+    the closing bracket) of the old last one: no dangling ``, `` is left behind.
+
+    On a multi-line literal the last one left keeps its own comma and comment (comments stay
+    on their lines; the removed entry's comment goes with it) and takes only the old closing
+    layout.  ``close`` is the whitespace before a dict's closing brace; the flag says that
+    the result took it over (the brace then needs none)."""
     if not new or len(new) >= len(old):
-        return new
+        return new, False
     items = list(new)
-    items[-1] = items[-1].with_changes(comma=old[-1].comma)
-    return items
+    mine, theirs = items[-1].comma, old[-1].comma
+    if isinstance(mine, cst.Comma) and isinstance(mine.whitespace_after, cst.ParenthesizedWhitespace):
+        took_close = isinstance(close, cst.ParenthesizedWhitespace)
+        if took_close:
+            closing: cst.BaseParenthesizableWhitespace | None = close
+        elif isinstance(theirs, cst.Comma):
+            closing = theirs.whitespace_after
+        else:
+            closing = old[-1].whitespace_after_arg if isinstance(old[-1], cst.Arg) else None
+        if isinstance(closing, cst.ParenthesizedWhitespace):
+            ws = mine.whitespace_after.with_changes(
+                empty_lines=closing.empty_lines, indent=closing.indent, last_line=closing.last_line)
+            items[-1] = items[-1].with_changes(comma=mine.with_changes(whitespace_after=ws))
+            if isinstance(items[-1], cst.Arg):
+                items[-1] = items[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+            return items, took_close
+    items[-1] = items[-1].with_changes(comma=theirs)
+    return items, False
 
 
 def _closed(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
