@@ -91,8 +91,15 @@ def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
             in ("get_device_module", "device_module"))
 
 
+_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device"}
+
+
 def _picker(a: Analyzer, node: cst.Call) -> None:
     """Record a call that picks the current GPU (see _PICKERS), if it is one."""
+    func = node.func
+    if (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
+            else None) not in _PICKER_NAMES:
+        return  # most calls: no name resolution
     qn = a.qnames(node.func)
     how = next((_PICKERS[q] for q in qn if q in _PICKERS), None)
     suites = a.suites()
@@ -307,16 +314,21 @@ def _device_origin(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None, d
     return None, f"`{code}`"
 
 
-def _kwargs_dict(a: Analyzer, init: _Init, star: cst.BaseExpression) -> tuple[cst.Dict | cst.Call, bool] | None:
+def _kwargs_dict(
+    a: Analyzer, init: _Init, star: cst.BaseExpression
+) -> tuple[cst.Dict | cst.Call | None, bool] | None:
     """The dict literal or ``dict(...)`` call that ``**star`` unpacks, built once in the same
-    scope, and whether its backend is known (absent, or a plain entry of that literal)."""
+    scope (None: built in this scope, but in more than one way), and whether its backend is
+    known (absent, or a plain entry of that literal).  None when the dict comes from elsewhere."""
     if not isinstance(star, cst.Name):
         return None
     value = a.scopes.single_value(star.value, init.use.scope)
+    body = a.source_of(init.scope) if init.scope is not None else a.source
+    name = re.escape(star.value)
+    if value is None and init.scope is not None and re.search(rf"^\s*{name}\s*=\s*(?:\{{|dict\()", body, re.M):
+        return None, False  # e.g. kw = {...} in one branch, kw = {...} in another
     if isinstance(value, cst.Dict) or (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
                                        and value.func.value == "dict" and a.qnames(value.func) == {"builtins.dict"}):
-        body = a.source_of(init.scope) if init.scope is not None else a.source
-        name = re.escape(star.value)
         # kw["backend"] = ..., kw.update(backend=...) / kw.update({...}): the backend is not this literal's
         later = re.search(rf"\b{name}\s*(?:\[\s*['\"]backend['\"]\s*\]\s*=|\.update\(|\.setdefault\(\s*['\"]backend)",
                           body)
@@ -351,7 +363,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             if found is None or "device_id" in body:
                 continue  # kwargs from elsewhere, or device_id handled somewhere in this scope
             container, backend_known = found
-            bexpr = _backend_in(a, container)
+            bexpr = _backend_in(a, container) if container is not None else None
             if not backend_known:
                 nccl = None
             elif bexpr is None and init.use.expr is None:
@@ -382,7 +394,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                    "group runs on another GPU than this process")
         line = a.pos(sd.call).start.line
         helper = sd.how not in _PICKERS.values()
-        if dominating and nccl and not helper:
+        if dominating and nccl and not helper and not (star is not None and container is None):
             torch_name = sd.torch_name or "torch"
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
             imports: list[tuple[str, str | None]] = [] if sd.torch_name else [("torch", None)]
