@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
@@ -413,6 +411,9 @@ def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
         imports.extend(p.imports)
         unused.extend(p.unused)
     new = module.visit(_Apply(edits))
+    if imports or unused:  # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
     if unused:  # only imports a fix stopped using, and only when nothing else uses them
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(unused):

@@ -310,6 +310,8 @@ def _device_origin(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None, d
     if isinstance(expr, cst.Attribute):
         if "local_rank" in expr.attr.value.lower():
             return True, f"`{code}` (by its name, the local rank)"
+        if expr.attr.value in ("rank", "global_rank"):
+            return False, f"`{code}` (the global rank)"
         return False, f"`{code}` (a configuration value)"
     return None, f"`{code}`"
 
