@@ -120,6 +120,10 @@ def _append(a: Analyzer, original: _Seq, updated: _Seq, new: Any) -> _Seq:
             new_close: cst.BaseParenthesizableWhitespace = _nl(close)
         else:  # closing bracket right after the last item: it follows the new one
             after_last, new_close = _nl(sep), close
+            if _too_long(a, original, new):  # black would split the whole call afresh
+                flat = [it.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                        for it in items] + [new]
+                return _explode(a, original, _with_items(updated, flat))
         comma = last.comma if trailing else cst.Comma()
         items[-1] = last.with_changes(comma=comma.with_changes(whitespace_after=after_last))
         if isinstance(last, cst.Arg):
@@ -141,6 +145,20 @@ def _append(a: Analyzer, original: _Seq, updated: _Seq, new: Any) -> _Seq:
     return _fit(a, original, joined)
 
 
+def _too_long(a: Analyzer, original: _Seq, new: Any) -> bool:
+    """Whether ``new``, put on its own line under the last item of the hanging-indented
+    ``original`` (closing bracket after it), passes the line length; False where splitting
+    afresh could lose a comment or a multi-line item."""
+    items = _items(original)
+    code = a.code(original)
+    if "#" in code or any("\n" in a.code(it.value) for it in items):
+        return False
+    rng = a.pos(original)
+    suffix = a.line(rng.end.line)[rng.end.column:]
+    column = a.pos(items[-1]).start.column
+    return column + len(cst.Module([]).code_for_node(new)) + 1 + len(suffix) > a.line_length()
+
+
 def _with_items(node: _Seq, items: list[Any]) -> _Seq:
     return node.with_changes(args=items) if isinstance(node, cst.Call) else node.with_changes(elements=items)
 
@@ -153,9 +171,16 @@ def _fit(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
     line = a.line(rng.start.line)
     prefix, suffix = line[: rng.start.column], line[rng.end.column:]
     code = cst.Module([]).code_for_node(node)
-    limit = a.line_length()
-    if len(prefix) + len(code) + len(suffix) <= limit:
+    if len(prefix) + len(code) + len(suffix) <= a.line_length():
         return node
+    return _explode(a, original, node)
+
+
+def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
+    """``node``'s items split as black splits a call: on one indented line if they fit,
+    else one per line with a trailing comma; the closing bracket under the line's start."""
+    limit = a.line_length()
+    line = a.line(a.pos(original).start.line)
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + "    "
     items = _items(node)
