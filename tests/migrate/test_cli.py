@@ -372,3 +372,39 @@ def test_detection_note_on_stderr_in_every_format(tmp_path: Path, fmt: str) -> N
     diff = run_ncclx("migrate", "--diff", "--format", fmt, ".", cwd=tmp_path)
     if fmt in ("json", "sarif"):
         json.loads(diff.stderr)
+
+DEVICE_PICKS = (
+    "import os\n\nimport torch\nimport torch.distributed as dist\n\n\n"
+    "def torchrun():\n"
+    "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "    dist.init_process_group('nccl', init_method='env://', world_size=int(os.environ['WORLD_SIZE']))\n\n\n"
+    "def slurm():\n"
+    "    torch.cuda.set_device(int(os.environ['SLURM_LOCALID']))\n"
+    "    dist.init_process_group('nccl')\n"
+)
+
+
+def test_ncx134_selects_only_the_breaking_device_picks(tmp_path: Path) -> None:
+    tree(tmp_path, {"train.py": DEVICE_PICKS})
+    every = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)["findings"]
+    assert [(f["line"], f["code"]) for f in every] == [(9, "NCX130"), (14, "NCX134")]
+    assert "hardening" in every[0]["message"] and "SLURM_LOCALID" in every[1]["message"]
+    breaking = json.loads(run_ncclx("migrate", "--format", "json", "--select", "NCX134", ".", cwd=tmp_path).stdout)
+    assert [(f["line"], f["code"]) for f in breaking["findings"]] == [(14, "NCX134")]
+    explain = run_ncclx("explain", "NCX134")
+    assert explain.returncode == 0 and "What it follows and what it cannot see" in explain.stdout
+
+
+def test_added_argument_respects_the_projects_line_length(tmp_path: Path) -> None:
+    # 96 columns once device_id is added: within black's line-length = 100, past the default 88
+    tree(tmp_path, {"train.py": DEVICE_PICKS.replace(", init_method='env://', world_size=int(os.environ['WORLD_SIZE'])", ""),
+                    "pyproject.toml": "[tool.black]\nline-length = 100\n"})
+    assert run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "train.py").read_text()
+    assert "    dist.init_process_group('nccl', device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n" in text
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 79\n")
+    (tmp_path / "train.py").write_text(DEVICE_PICKS)
+    assert run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path).returncode == 0
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    assert max(len(ln) for ln in lines) <= 79, lines
+    assert "        device_id=torch.device(\"cuda\", torch.cuda.current_device())," in lines
