@@ -14,11 +14,11 @@ import enum
 
 __all__ = [
     "BACKEND_NAMES",
+    "BUILTIN_BACKENDS",
     "ENV_UNNAMED",
     "GENERIC_TIMEOUT_MIN",
     "NAME_BUILDS",
     "NCCL_BUILDS",
-    "BUILTIN_BACKENDS",
     "NCCL_FLOOR",
     "NCCL_RECONFIGURE_MIN",
     "NCCL_SHRINK_GROW_MIN",
@@ -27,9 +27,9 @@ __all__ = [
     "RCCL_RECONFIGURE_MIN",
     "SHIM_BUILDS",
     "SUPPORTED_RELEASES",
+    "TARGET_RANGE",
     "TOGGLE_VALUES",
     "USE_NCCL2_RETURNS",
-    "TARGET_RANGE",
     "Phase",
     "backend_entry_points",
     "default_timeout_minutes",
