@@ -26,6 +26,14 @@ def test_every_rule_has_a_doc_with_why_fix_evidence() -> None:
         assert r.code in doc
 
 
+def test_every_rule_doc_says_what_it_follows_and_cannot_see() -> None:
+    # Issue 8 §3: `ncclx explain` and docs/rules.md state each rule's reach and blind spots.
+    heading = "\n## What it follows and what it cannot see\n"
+    lacking = [r.code for r in RULES if heading not in (rule_doc(r.code) or "")]
+    assert not lacking, f"rule docs without {heading.strip()!r}: {lacking}"
+    proc = run_ncclx("explain", "NCX201")
+    assert proc.returncode == 0 and "What it follows and what it cannot see" in proc.stdout
+
 def test_docs_rules_md_is_generated_from_the_table() -> None:
     path = ROOT / "docs" / "rules.md"
     if os.environ.get("NCCLX_UPDATE_DOCS") == "1":
