@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
+from .._color import use_color
 from ._discover import discover
 from ._model import FileResult, Finding, Options
-from ._report import FORMATS, render
+from ._report import FORMATS, TextView, render
 from ._rules import RULES, get_rule, rule_doc
 from ._runner import Mode, Outcome, RunReport, decode, process_text, run, stderr_progress
 from ._target import detect_target, parse_target
@@ -52,10 +54,11 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
+@click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool,
+    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -86,24 +89,28 @@ def migrate(
         ignore=_prefixes(ignore),
     )
     mode = Mode(write=write, diff=diff)
+    # The report goes to stderr when stdout carries a diff or the fixed stdin text.
+    to_err = diff or (write and paths == ("-",))
+    color = use_color(sys.stderr if to_err else sys.stdout)
+    view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
-        sys.exit(_stdin(stdin_filename, options, mode, fmt))
+        sys.exit(_stdin(stdin_filename, options, mode, fmt, view))
     files = discover(paths, exclude)
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
     report = run(files, options, mode, jobs=jobs, progress=progress)
     results = report.results
     if diff:
-        for o in report.outcomes:
+        for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
                 click.echo(o.diff, nl=False)
         # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
-        click.echo(render(fmt, results, report.files_scanned, True), nl=False, err=True)
+        click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
     else:
-        click.echo(render(fmt, results, report.files_scanned), nl=False)
+        click.echo(render(fmt, results, report.files_scanned, view=view), nl=False, color=color)
     sys.exit(_exit_code(results, mode))
 
 
-def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
+def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) -> int:
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
@@ -118,20 +125,23 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
     for f in result.findings:
         f.path = display
     report = RunReport([Outcome(result)])
+    # Positions point into the written text after --write, else into the text as read.
+    shown = result.new_text if mode.write and result.new_text is not None else text
+    view = dataclasses.replace(view, read=lambda p: shown if p == display else None)
     if mode.write:
         out = result.new_text if result.new_text is not None else text
         sys.stdout.flush()
         sys.stdout.buffer.write((("\ufeff" if bom else "") + out).encode("utf-8"))
         sys.stdout.buffer.flush()
-        click.echo(render(fmt, report.results, 1), nl=False, err=True)
+        click.echo(render(fmt, report.results, 1, view=view), nl=False, err=True, color=view.color)
     elif mode.diff:
         if result.new_text is not None:
             from ._runner import _unified
 
             sys.stdout.write(_unified(display, text, result.new_text))
-        click.echo(render(fmt, report.results, 1, dry_run=True), nl=False, err=True)
+        click.echo(render(fmt, report.results, 1, True, view), nl=False, err=True, color=view.color)
     else:
-        click.echo(render(fmt, report.results, 1), nl=False)
+        click.echo(render(fmt, report.results, 1, view=view), nl=False, color=view.color)
     return _exit_code(report.results, mode)
 
 

@@ -89,8 +89,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
             )
         return
     if m in ("ProcessGroupNCCL", "ProcessGroupNCCL2") and m == "ProcessGroupNCCL":
-        a.report(node, "NCX132",
-                 "ProcessGroupNCCL(...) built directly bypasses the \"nccl\" switch and stays legacy on "
+        a.report(node, "NCX132", "ProcessGroupNCCL(...) stays legacy on every torch: use init_process_group or new_group",
+                 detail="ProcessGroupNCCL(...) built directly bypasses the \"nccl\" switch and stays legacy on "
                  "every torch; create the group with init_process_group/new_group(backend=\"nccl\") "
                  "(or construct ProcessGroupNCCL2 on torch >= 2.14).")
         return
@@ -108,8 +108,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 spec = lit.evaluated_value if lit is not None else None
                 if isinstance(spec, str) and not any(n.startswith("nccl") for _, n in backend_parts(spec) or []):
                     return
-                a.report(node, "NCX131",
-                         "new_group(..., use_local_synchronization=True) on an NCCL default group: under "
+                a.report(node, "NCX131", "new_group(use_local_synchronization=True) may hang under nccl2: use dist.split_group",
+                         detail="new_group(..., use_local_synchronization=True) on an NCCL default group: under "
                          "nccl2 every new_group splits the parent communicator, but non-members return "
                          "early, so members may hang in ncclCommSplit. Use dist.split_group, or on torch "
                          "2.15 pass pg_options with lazy_init=True for this group.")
@@ -161,11 +161,13 @@ def _finish(a: Analyzer) -> None:
             msg = ('"nccl-legacy" selects the legacy ProcessGroupNCCL: a rollback name with no '
                    "deprecation warning and no announced future beyond 2.15. Record which legacy-only "
                    'feature needs it (several GPUs per process, deferred comm creation, legacy APIs) or use "nccl".')
+            short = '"nccl-legacy" selects legacy NCCL, a rollback name: use "nccl" (or record why not)'
             if fixable:
                 new = replace_backend(text, "nccl-legacy", "nccl")
-                a.report(node, "NCX103", msg, FixKind.UNSAFE, _restring(node, new))
+                a.report(node, "NCX103", short, FixKind.UNSAFE, _restring(node, new), detail=msg)
             else:
-                a.report(node, "NCX103", msg if exact else msg + " (this string looks like a backend option)")
+                a.report(node, "NCX103", short if exact else '"nccl-legacy" in this string looks like a rollback backend: use "nccl"',
+                         detail=msg if exact else msg + " (this string looks like a backend option)")
             continue
         # "nccl2": also a recorder / backend-object name, so only where it selects a backend
         if not (isinstance(node, cst.SimpleString) and id(node) in provable):
@@ -174,10 +176,11 @@ def _finish(a: Analyzer) -> None:
             msg = ('"nccl2" is what "nccl" builds from torch 2.15 on; spell it "nccl" (note: '
                    'get_backend() then returns "nccl", and TORCH_DIST_USE_NCCL2=0 would roll it back).')
             new = replace_backend(text, "nccl2", "nccl")
-            a.report(node, "NCX104", msg, FixKind.UNSAFE, _restring(node, new))
+            a.report(node, "NCX104", '"nccl2" is what "nccl" builds from torch 2.15 on: spell it "nccl"', FixKind.UNSAFE,
+                     _restring(node, new), detail=msg)
         elif target < (2, 14):
-            a.report(node, "NCX104",
-                     f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
+            a.report(node, "NCX104", f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): use "nccl"',
+                     detail=f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
                      "init_process_group fails with \"Unknown backend type nccl2\". Use \"nccl\" there.")
     _device_id(a, f)
 
@@ -229,18 +232,24 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
             imports: list[tuple[str, str | None]] = [] if sd.torch_name else [("torch", None)]
             a.report(call, "NCX130",
-                     f"{base}; pass device_id= the device chosen by set_device on line {a.pos(sd.call).start.line}. "
-                     "(On legacy this also makes init eager.)",
-                     FixKind.UNSAFE, append_kwarg(call, "device_id", value), imports)
+                     f"init_process_group ignores set_device (line {a.pos(sd.call).start.line}) under nccl2: pass device_id=",
+                     FixKind.UNSAFE, append_kwarg(call, "device_id", value), imports,
+                     detail=f"{base}; pass device_id= the device chosen by set_device on line {a.pos(sd.call).start.line}. "
+                     "(On legacy this also makes init eager.)")
         elif dominating:
-            a.report(call, "NCX130", f"{base}; if this backend is NCCL, pass device_id= the device "
+            a.report(call, "NCX130", f"init_process_group ignores set_device (line {a.pos(dominating[-1].call).start.line}) "
+                     "under nccl2: if NCCL, pass device_id=",
+                     detail=f"{base}; if this backend is NCCL, pass device_id= the device "
                      f"chosen by set_device on line {a.pos(dominating[-1].call).start.line}.")
         elif before:
-            a.report(call, "NCX130", f"{base}; set_device on line {a.pos(before[-1].call).start.line} does not always run "
+            a.report(call, "NCX130", "init_process_group ignores set_device under nccl2 (it may not run first): pass device_id=",
+                     detail=f"{base}; set_device on line {a.pos(before[-1].call).start.line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
         elif same:
-            a.report(call, "NCX130", f"{base}; set_device is called only after init (line "
+            a.report(call, "NCX130", "init_process_group ignores set_device under nccl2 (called after it): pass device_id=",
+                     detail=f"{base}; set_device is called only after init (line "
                      f"{a.pos(same[0].call).start.line}), so pass device_id= the intended device to init_process_group.")
         else:
-            a.report(call, "NCX130", f"{base}; this file picks its GPU with torch.cuda.set_device "
+            a.report(call, "NCX130", "init_process_group ignores torch.cuda.set_device under nccl2: pass device_id=",
+                     detail=f"{base}; this file picks its GPU with torch.cuda.set_device "
                      "elsewhere, so pass device_id= the intended device to init_process_group.")
