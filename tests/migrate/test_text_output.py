@@ -145,6 +145,10 @@ def test_show_source_prints_ruffs_code_frame(tmp_path: Path) -> None:
         "",
     ]
     assert "   |" not in _migrate("a.py", cwd=tmp_path).stdout  # only behind the flag
+    # a BOM, CRLF line ends and a tab do not shift the caret
+    (tmp_path / "b.py").write_bytes('\ufeffimport os\r\nif 1:\r\n\tos.environ["TORCH_DIST_USE_NCCL2"] = "0"\r\n'.encode())
+    framed = _migrate("--show-source", "b.py", cwd=tmp_path).stdout.splitlines()
+    assert framed[2:4] == ['3 |  os.environ["TORCH_DIST_USE_NCCL2"] = "0"', "  |  ^ NCX101"], framed
     # stdin: the frame comes from the text read; after --write from the written text
     piped = _migrate("--show-source", "-", input="x = 1\n" + TOGGLE, cwd=tmp_path)
     assert '3 | os.environ["TORCH_DIST_USE_NCCL2"] = "0"' in piped.stdout

@@ -43,9 +43,10 @@ def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
 def _read_source(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read()
+            text = fh.read()
     except OSError:
         return None
+    return text[1:] if text.startswith("\ufeff") else text  # positions do not count a BOM
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,11 @@ def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
     """ruff's code frame: the finding's source line with a caret under its column."""
     if text is None:
         return []
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines(): \f or \u2028 do not end a line for the scanners
     if not 1 <= f.line <= len(lines):
         return []
     # One column per character: tabs become one space so that the caret stays aligned.
-    src = lines[f.line - 1].replace("\t", " ")
+    src = lines[f.line - 1].rstrip("\r").replace("\t", " ")
     num = str(f.line)
     pad = " " * len(num)
     bar = style("|", _BLUE, _BOLD)
@@ -144,11 +145,14 @@ def render_text(
     colon = style(":", _CYAN)
     lines = []
     findings = _all_findings(results)
+    sources: dict[str, str | None] = {}
     for f in findings:
         where = f"{style(f.path, _BOLD)}{colon}{f.line}{colon}{f.column}{colon}"
         lines.append(f"{where} {style(f.code, _RED, _BOLD)} {_marker(f, view.diff, style)}{f.message}")
         if view.show_source:
-            lines.extend(_frame(f, view.read(f.path), style))
+            if f.path not in sources:
+                sources[f.path] = view.read(f.path)
+            lines.extend(_frame(f, sources[f.path], style))
     errors = _errors(results)
     for e in errors:
         lines.append(f"{style(e['path'], _BOLD)}{colon} {style('error', _RED, _BOLD)}{colon} {e['message']}")
