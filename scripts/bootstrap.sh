@@ -2,7 +2,9 @@
 # Set up everything the project needs on a fresh machine (idempotent):
 #   .venv          torch 2.15.0 (CUDA build from PyPI; runs on CPU) + ncclx-migrate + test tools
 #   .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
+#   .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
 #   .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
+#   /usr/bin/chromium  Debian's chromium for the browser tests, installed when run as root
 # Usage: scripts/bootstrap.sh [main|all]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,17 +18,34 @@ mkvenv() {  # mkvenv DIR TORCH_SPEC [pip env...]
   echo "bootstrap: creating $dir ($spec)" >&2
   [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
   "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  # Explicit returns: called as `mkvenv A || mkvenv B`, where bash ignores set -e.
   if [ "$spec" != none ]; then
-    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy
+    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy || return 1
   fi
-  "$dir/bin/python" -m pip install -q -e ".[test]"
+  "$dir/bin/python" -m pip install -q -e ".[test]" || return 1
   touch "$stamp"
 }
+
+# The browser tests (-m browser) drive Debian's chromium through Playwright (from PyPI, in the
+# `test` extra); Playwright never downloads a browser of its own here (no network for that).
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing chromium (browser tests)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+      || echo "bootstrap: could not install chromium: the browser tests will skip (and fail in CI)" >&2
+  else
+    echo "bootstrap: /usr/bin/chromium is missing and this is not root: the browser tests will skip" \
+      "(as root: apt-get install chromium)" >&2
+  fi
+fi
 
 # The machine's pip config may cap torch at 2.14.1: 2.15.0 comes from PyPI without it.
 mkvenv .venv torch==2.15.0 PIP_CONFIG_FILE=/dev/null
 if [ "$what" = all ]; then
   # 2.13.0: the CPU wheel on local disk where present, else PyPI.
   mkvenv .venv-2.13 torch==2.13.0 || mkvenv .venv-2.13 torch==2.13.0 PIP_CONFIG_FILE=/dev/null
+  # 2.14.1: the local file the machine's pip config points at where present, else PyPI.
+  mkvenv .venv-2.14 torch==2.14.1 || mkvenv .venv-2.14 torch==2.14.1 PIP_CONFIG_FILE=/dev/null
   mkvenv .venv-notorch none
 fi

@@ -58,6 +58,22 @@ def other_python(var: str) -> str:
     return path
 
 
+# The venv of each supported torch release: scripts/test.sh exports the variables.
+RELEASE_PYTHON_VARS = {"2.13": "NCCLX_TEST_PY213", "2.14": "NCCLX_TEST_PY214", "2.15": "NCCLX_TEST_PY215"}
+
+
+def torch_python(release: str) -> str:
+    """An interpreter whose torch is ``release`` ("2.14"): its NCCLX_TEST_PY* variable, or
+    this interpreter when its torch is that release (the main run: 2.15)."""
+    from ncclx_migrate._torchfacts import installed_torch_version, release_of
+
+    var = RELEASE_PYTHON_VARS[release]
+    mine = installed_torch_version()
+    if not os.environ.get(var) and mine is not None and release_of(mine) == release:
+        return sys.executable
+    return other_python(var)
+
+
 def has_cuda() -> bool:
     try:
         import torch

@@ -44,7 +44,7 @@ class EnvKind(enum.Enum):
 
 
 class Fix(enum.Enum):
-    ADD = "add"  # add the new name next to the old one (safe: both read, new wins)
+    ADD = "add"  # add the new name next to the old one (safe only in a form that defers to an inherited new name)
     RENAME = "rename"  # replace the old name (unsafe: removing a name is never safe)
     FLAG = "flag"  # explain only
 

@@ -13,15 +13,31 @@ import enum
 # (budget 20 ms) reads Phase from here, so both are imported where used.
 
 __all__ = [
+    "BACKEND_NAMES",
+    "BUILTIN_BACKENDS",
+    "ENV_UNNAMED",
+    "GENERIC_TIMEOUT_MIN",
+    "NAME_BUILDS",
+    "NCCL_BUILDS",
     "NCCL_FLOOR",
     "NCCL_RECONFIGURE_MIN",
     "NCCL_SHRINK_GROW_MIN",
+    "NCCL_TIMEOUT_MIN",
+    "NCCL_TIMEOUT_NAMES",
     "RCCL_RECONFIGURE_MIN",
+    "SHIM_BUILDS",
+    "SUPPORTED_RELEASES",
+    "TARGET_RANGE",
+    "TOGGLE_VALUES",
+    "USE_NCCL2_RETURNS",
     "Phase",
     "backend_entry_points",
+    "default_timeout_minutes",
     "installed_torch_version",
     "phase_for_registry",
     "phase_for_version",
+    "release_of",
+    "target_range_error",
 ]
 
 NCCL_FLOOR = (2, 23, 0)  # compile-time floor raised by pytorch#186292
@@ -30,6 +46,23 @@ NCCL_SHRINK_GROW_MIN = (2, 29, 0)  # ncclCommGrow/GetUniqueId; fast path compile
 # pytorch#194774 (open when reviewed) gates ROCm reconfigure at RCCL 2.30.4, the first
 # RCCL with ncclCommRevoke (ROCm 7.14).  Not in the 2.15 CUDA wheel: UNCONFIRMED for ROCm 2.15.
 RCCL_RECONFIGURE_MIN = (2, 30, 4)
+
+# --target-torch: from 2.0 to one release past the newest these facts were checked on (2.15;
+# 2.16 is judged by what was announced for it).  Beyond that the tool would only guess.
+TARGET_RANGE = ((2, 0), (2, 16))
+
+# Backends torch.distributed knows without any entry point (Backend.backend_list in 2.13-2.15,
+# less "undefined"); entry points in the torch.distributed.backends group add to them.
+BUILTIN_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl", "fake")
+
+
+def target_range_error(target: tuple[int, int]) -> str | None:
+    """Why ``target`` is outside TARGET_RANGE (None: inside)."""
+    low, high = TARGET_RANGE
+    if low <= target <= high:
+        return None
+    return (f"torch {target[0]}.{target[1]} is outside the releases this tool knows "
+            f"({low[0]}.{low[1]} to {high[0]}.{high[1]})")
 
 
 class Phase(enum.Enum):
@@ -99,3 +132,84 @@ def backend_entry_points() -> dict[str, str]:
         for ep in metadata.entry_points(group="torch.distributed.backends")
         if not ep.value.startswith("ncclx_migrate.")
     }
+
+
+
+# --------------------------------------------------------------------------- per release
+# What each supported release does for every toggle value, backend name and env variable
+# the toolkit reasons about.  Measured on the real wheels (2.13.0 CPU; 2.14.1 and 2.15.0
+# CUDA, no GPU needed) by tests/torch_probe.py: tests/test_torch_versions.py runs it under
+# each release and asserts these rows, and renders docs/torch-versions.md from them.
+
+SUPPORTED_RELEASES = ("2.13", "2.14", "2.15")
+BACKEND_NAMES = ("nccl", "nccl2", "nccl-legacy", "nccl-lazy")
+TOGGLE_VALUES = ("unset", "0", "1", "false", "true")  # TORCH_DIST_USE_NCCL2 values
+_L, _N2, _LZ = "nccl-legacy", "nccl2", "nccl-lazy"  # implementations, by registry name
+
+# What "nccl" builds for each TORCH_DIST_USE_NCCL2 value (2.13 builds it in: always legacy;
+# 2.14's registrar opts in on the literal "1" only, 2.15's rolls back on the literal "0" only:
+# distributed_c10d.py:829-842 (2.14.1), :961-983 (2.15.0)).
+NCCL_BUILDS: dict[str, dict[str, str]] = {
+    "2.13": dict.fromkeys(TOGGLE_VALUES, _L),
+    "2.14": {"unset": _L, "0": _L, "1": _N2, "false": _L, "true": _L},
+    "2.15": {"unset": _N2, "0": _L, "1": _N2, "false": _N2, "true": _N2},
+}
+# What torch's own registration of each explicit name builds (None: torch has no such name).
+# 2.14 already has all three (entry_points.txt; distributed_c10d.py:844-870, 2.14.1).
+NAME_BUILDS: dict[str, dict[str, str | None]] = {
+    "2.13": {_N2: None, _L: None, _LZ: None},
+    "2.14": {_N2: _N2, _L: _L, _LZ: _LZ},
+    "2.15": {_N2: _N2, _L: _L, _LZ: _LZ},
+}
+# Names whose groups get NCCL's default timeout without timeout=; every other name gets the
+# generic one.  _get_default_timeout tests `backend == Backend.NCCL` only up to 2.14
+# (distributed_c10d.py:1387-1400, 2.14.1) and lists all four in 2.15 (:1552-1565, 2.15.0).
+NCCL_TIMEOUT_NAMES: dict[str, tuple[str, ...]] = {
+    "2.13": ("nccl",),
+    "2.14": ("nccl",),
+    "2.15": BACKEND_NAMES,
+}
+NCCL_TIMEOUT_MIN = 10  # torch/distributed/constants.py default_pg_nccl_timeout
+GENERIC_TIMEOUT_MIN = 30  # default_pg_timeout
+# ncclx_migrate.backend on each release: what install_legacy_shim() and use_nccl2() return.
+SHIM_BUILDS: dict[str, str] = {"2.13": "legacy", "2.14": "torch", "2.15": "torch"}
+USE_NCCL2_RETURNS: dict[str, str] = {"2.13": "legacy", "2.14": "nccl2", "2.15": "nccl2"}
+# Variables of the env table (_envvars.py: names and replacements) that no string of torch's
+# libtorch*.so or torch/distributed/*.py contains.  The 2.13 wheel is the CPU build, which
+# has no libtorch_cuda.so: its NCCL-only names are absent for that reason.
+ENV_UNNAMED: dict[str, tuple[str, ...]] = {
+    "2.13": (
+        "NCCL_DESYNC_DEBUG", "TORCH_DIST_NAN_CHECK", "TORCH_DIST_USE_NCCL2",
+        "TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC",
+        "TORCH_NCCL2_RECONFIGURE_SHRINK_GROW", "TORCH_NCCL_AVOID_RECORD_STREAMS",
+        "TORCH_NCCL_BCAST_UNIQUEID", "TORCH_NCCL_COORD_CHECK_MILSEC",
+        "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "TORCH_NCCL_DESYNC_DEBUG", "TORCH_NCCL_DUMP_ON_TIMEOUT",
+        "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_EXTRA_DUMP_ON_EXEC",
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN",
+        "TORCH_NCCL_NAN_CHECK", "TORCH_NCCL_NONBLOCKING_TIMEOUT", "TORCH_NCCL_PROPAGATE_ERROR",
+        "TORCH_NCCL_RETHROW_CUDA_ERRORS", "TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING",
+        "TORCH_NCCL_TEARDOWN_ON_TIMEOUT", "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
+        "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC",
+    ),
+    "2.14": (
+        "TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC",
+        "TORCH_NCCL2_RECONFIGURE_SHRINK_GROW", "TORCH_NCCL_TEARDOWN_ON_TIMEOUT",
+    ),
+    "2.15": ("TORCH_NCCL_AVOID_RECORD_STREAMS",),
+}
+
+
+def release_of(version: str | tuple[int, int]) -> str:
+    """"2.14" for "2.14.1+cu130" or (2, 14)."""
+    if isinstance(version, tuple):
+        return f"{version[0]}.{version[1]}"
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def default_timeout_minutes(release: str, name: str) -> int | None:
+    """Minutes a group of backend ``name`` waits on ``release`` when created without
+    ``timeout=`` (None: a release this table does not cover)."""
+    names = NCCL_TIMEOUT_NAMES.get(release)
+    if names is None:
+        return None
+    return NCCL_TIMEOUT_MIN if name in names else GENERIC_TIMEOUT_MIN

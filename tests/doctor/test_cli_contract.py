@@ -16,9 +16,10 @@ from tests.conftest import ncclx_exe
 
 from .conftest import check, doctor, doctor_json
 
-IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "nccl-version", "rccl-version",
-       "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe", "cluster-consistency"]
-STATIC_IDS = IDS[:9]
+IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
+       "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
+       "cluster-consistency"]
+STATIC_IDS = IDS[:10]
 
 
 def test_json_is_exactly_the_schema() -> None:
@@ -101,17 +102,17 @@ def test_check_selects_and_higher_level_checks_say_which_level() -> None:
     assert "--level probe" in probe["message"]
 
 
-def test_human_output_one_line_per_check_with_fix() -> None:
-    proc = doctor("--level", "static", env={"TORCH_FR_BUFFER_SIZE": "0", "CUDA_VISIBLE_DEVICES": ""})
+def test_human_output_one_line_per_check_then_a_bullet_per_problem_with_its_fix() -> None:
+    proc = doctor("--level", "static", env={"TORCH_FR_BUFFER_SIZE": "0", "CUDA_VISIBLE_DEVICES": "",
+                                            "COLUMNS": "100"})
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("ncclx doctor: level static")
-    marks = [line.split()[0] for line in lines[1:-1] if not line.strip().startswith("fix:")]
-    assert len(marks) == len(STATIC_IDS)
-    assert set(marks) <= {"ok", "warn", "FAIL", "skip", "ERROR"}
-    fr = next(i for i, line in enumerate(lines) if " flight-recorder " in line)
+    heads = [line for line in lines[1:-1] if re.match(r"  (ok|warn|FAIL|skip|ERROR) +[a-z-]+ ", line)]
+    assert [h.split()[1] for h in heads] == STATIC_IDS
+    fr = next(i for i, line in enumerate(lines) if line.split()[1:2] == ["flight-recorder"])
     assert lines[fr].split()[0] == "warn"
-    assert "TORCH_FR_BUFFER_SIZE=0 disables the flight recorder" in lines[fr]
-    assert lines[fr + 1].strip().startswith("fix: unset TORCH_FR_BUFFER_SIZE")
+    assert lines[fr + 1].startswith("        - TORCH_FR_BUFFER_SIZE=0 disables the flight recorder")
+    assert lines[fr + 2].strip().startswith("fix: unset TORCH_FR_BUFFER_SIZE")
     assert re.match(r"(OK|WARN|FAIL): \d+ ok, \d+ warn, \d+ fail, \d+ skip, \d+ error", lines[-1])
     assert "\x1b[" not in proc.stdout
 

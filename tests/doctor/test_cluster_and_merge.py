@@ -23,12 +23,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _entry_points() -> list[object]:
-    from importlib.metadata import entry_points
-
-    return list(entry_points(group="torch.distributed.backends"))
-
-
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL", "NCCLX_"))}
     env.update(NO_COLOR="1", **extra)
@@ -60,10 +54,16 @@ def test_torchrun_four_gloo_ranks_one_divergent_one_missing(tmp_path: Path) -> N
     assert cc["details"]["reported_ranks"] == [0, 1, 2]
     host = socket.gethostname()
     assert f"rank 3 did not report within {timeout}s" in cc["message"]
+    import torch
     import torch.distributed as dist
 
-    if dist.is_nccl_available() and "nccl2" in {ep.name for ep in _entry_points()}:
+    from ncclx_migrate._torchfacts import NCCL_BUILDS, release_of
+
+    builds = NCCL_BUILDS.get(release_of(torch.__version__))
+    if dist.is_nccl_available() and builds is not None and builds["0"] != builds["unset"]:  # 2.15
         assert f'rank 2 on {host} builds "nccl" as nccl-legacy (the others nccl2)' in cc["message"]
+    elif builds is not None:  # 2.14: "0" and unset both build legacy; 2.13: no switch
+        assert 'builds "nccl"' not in cc["message"]
     assert f"rank 2 on {host} has TORCH_DIST_USE_NCCL2 = 0 (the others unset)" in cc["message"]
     assert f"rank 2 on {host} has a flight-recorder buffer of 0 (the others 2000)" in cc["message"]
     facts = {d["fact"]: d for d in cc["details"]["divergent"]}

@@ -14,7 +14,10 @@ import pytest
 from tests.conftest import other_python, run_ncclx
 
 TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
-REDUNDANT = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'
+# A safe fix (NCX120): the new name is added so that it takes the old one's value only
+# where the job does not already set it (removing TORCH_DIST_USE_NCCL2=1 is not safe).
+REDUNDANT = 'import os\nos.environ["TORCH_NCCL_TRACE_CPP_STACK"] = "1"\n'
+FIXED = REDUNDANT + 'os.environ.setdefault("TORCH_FR_CPP_STACK", os.environ["TORCH_NCCL_TRACE_CPP_STACK"])\n'
 CLEAN = "import torch\nprint(torch.__version__)\n"
 
 
@@ -84,7 +87,7 @@ def test_write_safe_then_noop(tmp_path: Path) -> None:
     os.chmod(tmp_path / "a.py", 0o750)
     proc = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
     assert proc.returncode == 1  # the unsafe NCX101 is left
-    assert (tmp_path / "a.py").read_text() == "import os\n"
+    assert (tmp_path / "a.py").read_text() == FIXED
     assert stat.S_IMODE((tmp_path / "a.py").stat().st_mode) == 0o750  # mode kept
     assert (tmp_path / "t.py").read_text() == TOGGLE
     again = run_ncclx("migrate", "--write", "--format", "json", ".", cwd=tmp_path)
@@ -99,10 +102,10 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     proc = run_ncclx("migrate", "--diff", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout.startswith("--- a/a.py\n+++ b/a.py\n")
-    assert '-os.environ["TORCH_DIST_USE_NCCL2"] = "1"' in proc.stdout
+    assert '+os.environ.setdefault("TORCH_FR_CPP_STACK", os.environ["TORCH_NCCL_TRACE_CPP_STACK"])' in proc.stdout
     assert (tmp_path / "a.py").read_text() == REDUNDANT
     # The summary on stderr says what --write would do, not that anything was fixed.
-    assert "NCX102 [would fix]" in proc.stderr and "[fixed]" not in proc.stderr
+    assert "NCX120 [would fix]" in proc.stderr and "[fixed]" not in proc.stderr
     assert "would be fixed by --write" in proc.stderr
     assert run_ncclx("migrate", "--diff", "--write", ".", cwd=tmp_path).returncode == 2
 
@@ -114,16 +117,16 @@ def test_diff_with_json_keeps_stdout_a_diff_and_the_report_parseable(tmp_path: P
     assert proc.returncode == 1
     assert proc.stdout.startswith("--- a/a.py\n") and "schema" not in proc.stdout
     doc = json.loads(proc.stderr)
-    assert [(f["code"], f["applied"]) for f in doc["findings"]] == [("NCX102", True)]
+    assert [(f["code"], f["applied"]) for f in doc["findings"]] == [("NCX120", True)]
 
 
 def test_diff_reports_positions_in_the_unchanged_file(tmp_path: Path) -> None:
     # --diff writes nothing, so a finding that stays points at its line in the file as it is,
-    # not where it would land once the fix removed the line above it.
+    # not where it would land once the fix added a line above it.
     tree(tmp_path, {"a.py": REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'})
     proc = run_ncclx("migrate", "--diff", ".", cwd=tmp_path)
     assert proc.returncode == 1
-    assert "a.py:2:1: NCX102 [would fix]" in proc.stderr
+    assert "a.py:2:1: NCX120 [would fix]" in proc.stderr
     assert "a.py:3:1: NCX101 [unsafe-fix]" in proc.stderr, proc.stderr
     piped = run_ncclx("migrate", "--diff", "--target-torch", "2.15", "-",
                       input=REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n', cwd=tmp_path)
@@ -142,7 +145,7 @@ def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> Non
     tree(tmp_path, {"a.py": crlf, "b.py": untouched})
     before = (tmp_path / "b.py").stat().st_mtime_ns
     run_ncclx("migrate", "--write", ".", cwd=tmp_path)
-    assert (tmp_path / "a.py").read_bytes() == "\ufeffimport os\r\nx = 1\r\n".encode()
+    assert (tmp_path / "a.py").read_bytes() == ("\ufeff" + FIXED + "x = 1\n").replace("\n", "\r\n").encode()
     assert (tmp_path / "b.py").read_bytes() == untouched
     assert (tmp_path / "b.py").stat().st_mtime_ns == before
 
@@ -155,7 +158,7 @@ def test_bad_files_are_errors_others_still_processed(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     errs = {e["path"]: e["message"] for e in doc["errors"]}
     assert "binary" in errs["bin.py"] and "not UTF-8" in errs["latin.py"] and "cannot parse" in errs["broken.py"]
-    assert (tmp_path / "a.py").read_text() == "import os\n"  # still fixed
+    assert (tmp_path / "a.py").read_text() == FIXED  # still fixed
     assert (tmp_path / "latin.py").read_bytes() == "x = 'caf\xe9'\n".encode("latin-1")
     missing = run_ncclx("migrate", "nope.py", cwd=tmp_path)
     assert missing.returncode == 2 and "nope.py: error: cannot read" in missing.stdout
@@ -177,7 +180,7 @@ def test_suppression_select_ignore(tmp_path: Path) -> None:
 
 
 def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
-    tree(tmp_path, {"a.py": REDUNDANT})
+    tree(tmp_path, {"a.py": 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'})
     assert run_ncclx("migrate", "--target-torch", "2.14", ".", cwd=tmp_path).returncode == 0
     assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1  # default 2.15: redundant
     (tmp_path / "requirements.txt").write_text("torch>=2.14,<2.16\n")
@@ -198,9 +201,9 @@ def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
 
 def test_stdin(tmp_path: Path) -> None:
     proc = run_ncclx("migrate", "-", input=REDUNDANT, cwd=tmp_path)
-    assert proc.returncode == 1 and "-:2:1: NCX102" in proc.stdout
+    assert proc.returncode == 1 and "-:2:1: NCX120" in proc.stdout
     fixed = run_ncclx("migrate", "--write", "-", input=REDUNDANT, cwd=tmp_path)
-    assert fixed.stdout == "import os\n" and fixed.returncode == 0
+    assert fixed.stdout == FIXED and fixed.returncode == 0
     diff = run_ncclx("migrate", "--diff", "-", input=REDUNDANT, cwd=tmp_path)
     assert diff.stdout.startswith("--- a/-")
     assert run_ncclx("migrate", "-", "x.py").returncode == 2
@@ -236,11 +239,11 @@ def test_symlinked_file_inside_root_stays_a_link(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["real/a.py"]
     assert (root / "link.py").is_symlink()
-    assert (root / "real/a.py").read_text() == "import os\n"
+    assert (root / "real/a.py").read_text() == FIXED
     (root / "real/a.py").write_text(REDUNDANT)
     run_ncclx("migrate", "--write", "link.py", cwd=root)  # named explicitly: written through the link
     assert (root / "link.py").is_symlink()
-    assert (root / "real/a.py").read_text() == "import os\n"
+    assert (root / "real/a.py").read_text() == FIXED
 
 
 def test_jobs_gives_same_result(tmp_path: Path) -> None:
@@ -269,7 +272,7 @@ def test_runs_without_torch(tmp_path: Path) -> None:
     tree(tmp_path, {"a.py": REDUNDANT})
     proc = run_ncclx("migrate", "--write", ".", python=py, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "a.py").read_text() == "import os\n"
+    assert (tmp_path / "a.py").read_text() == FIXED
 
 
 @pytest.mark.slow
@@ -338,7 +341,7 @@ def test_stdin_keeps_bom_and_crlf(tmp_path: Path) -> None:
 
     raw = ("\ufeff" + REDUNDANT + "x = 1\n").replace("\n", "\r\n").encode()
     proc = subprocess.run([ncclx_exe(), "migrate", "--write", "-"], input=raw, capture_output=True, cwd=tmp_path, timeout=60)
-    assert proc.stdout == "\ufeffimport os\r\nx = 1\r\n".encode()
+    assert proc.stdout == ("\ufeff" + FIXED + "x = 1\n").replace("\n", "\r\n").encode()
 
 
 def test_toggle_set_after_the_first_group_says_it_has_no_effect(tmp_path: Path) -> None:
@@ -358,3 +361,54 @@ def test_toggle_set_after_the_first_group_says_it_has_no_effect(tmp_path: Path) 
     assert "set after init_process_group() (line 6) has no effect" in lines[1]
     detail = json.loads(run_ncclx("migrate", "--format", "json", "late.py", cwd=tmp_path).stdout)["findings"][1]["detail"]
     assert "comes after init_process_group() on line 6" in detail
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_detection_note_on_stderr_in_every_format(tmp_path: Path, fmt: str) -> None:
+    tree(tmp_path, {"a.py": TOGGLE, "requirements.txt": "torch>=2.14\n"})
+    proc = run_ncclx("migrate", "--format", fmt, ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ncclx migrate: target torch 2.14 (from " in proc.stderr and "requirements.txt)" in proc.stderr
+    assert "ncclx migrate: target torch" not in proc.stdout
+    if fmt in ("json", "sarif"):
+        json.loads(proc.stdout)
+    # --diff puts the report on stderr: a machine-readable one stays parseable there.
+    diff = run_ncclx("migrate", "--diff", "--format", fmt, ".", cwd=tmp_path)
+    if fmt in ("json", "sarif"):
+        json.loads(diff.stderr)
+
+DEVICE_PICKS = (
+    "import os\n\nimport torch\nimport torch.distributed as dist\n\n\n"
+    "def torchrun():\n"
+    "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "    dist.init_process_group('nccl', init_method='env://', world_size=int(os.environ['WORLD_SIZE']))\n\n\n"
+    "def slurm():\n"
+    "    torch.cuda.set_device(int(os.environ['SLURM_LOCALID']))\n"
+    "    dist.init_process_group('nccl')\n"
+)
+
+
+def test_ncx134_selects_only_the_breaking_device_picks(tmp_path: Path) -> None:
+    tree(tmp_path, {"train.py": DEVICE_PICKS})
+    every = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)["findings"]
+    assert [(f["line"], f["code"]) for f in every] == [(9, "NCX130"), (14, "NCX134")]
+    assert "hardening" in every[0]["message"] and "SLURM_LOCALID" in every[1]["message"]
+    breaking = json.loads(run_ncclx("migrate", "--format", "json", "--select", "NCX134", ".", cwd=tmp_path).stdout)
+    assert [(f["line"], f["code"]) for f in breaking["findings"]] == [(14, "NCX134")]
+    explain = run_ncclx("explain", "NCX134")
+    assert explain.returncode == 0 and "What it follows and what it cannot see" in explain.stdout
+
+
+def test_added_argument_respects_the_projects_line_length(tmp_path: Path) -> None:
+    # 96 columns once device_id is added: within black's line-length = 100, past the default 88
+    tree(tmp_path, {"train.py": DEVICE_PICKS.replace(", init_method='env://', world_size=int(os.environ['WORLD_SIZE'])", ""),
+                    "pyproject.toml": "[tool.black]\nline-length = 100\n"})
+    assert run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "train.py").read_text()
+    assert "    dist.init_process_group('nccl', device_id=torch.device(\"cuda\", torch.cuda.current_device()))\n" in text
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 79\n")
+    (tmp_path / "train.py").write_text(DEVICE_PICKS)
+    assert run_ncclx("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path).returncode == 0
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    assert max(len(ln) for ln in lines) <= 79, lines
+    assert "        device_id=torch.device(\"cuda\", torch.cuda.current_device())," in lines

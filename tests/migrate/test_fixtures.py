@@ -1,7 +1,7 @@
 """Data-only cases in tests/fixtures/python: ``<case>.in.py`` -> ``<case>.out.py`` + ``<case>.findings``.
 
 The first line of ``<case>.in.py`` may hold options: ``# fixture: --unsafe-fixes --target-torch 2.14
---use-shim --select NCX1``.  For every case the harness checks: the findings (code, position,
+--use-shim --select NCX1 --line-length 100`` (default 88).  For every case the harness checks: the findings (code, position,
 fix kind, applied) match ``.findings``; the fixed text equals ``.out.py`` (absent: unchanged) and
 parses; a second run over the fixed text changes nothing; a report-only run finds the same
 things unapplied.  ``NCCLX_UPDATE_FIXTURES=1 pytest tests/migrate/test_fixtures.py`` rewrites the
@@ -36,12 +36,15 @@ def options_for(text: str, write: bool = True) -> Options:
         target = parse_target(args[args.index("--target-torch") + 1])
     if "--select" in args:
         select = (args[args.index("--select") + 1],)
+    # a fixture is not in a project: lines a fix adds follow black's default unless it says
+    line_length = int(args[args.index("--line-length") + 1]) if "--line-length" in args else 88
     return Options(
         target_torch=target,
         apply_safe=write,
         apply_unsafe=unsafe and write,
         use_shim="--use-shim" in args,
         select=select,
+        line_length=line_length,
     )
 
 

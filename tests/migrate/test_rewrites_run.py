@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import run_ncclx
 
 SCRIPT = '''
-import datetime, os, socket
+import datetime, os, socket, sys
 import torch
 import torch.distributed as dist
 from torch.distributed import ProcessGroupGloo
@@ -33,6 +33,10 @@ except RuntimeError:
     results.append("caught")
 print(results)
 dist.destroy_process_group()
+# torch 2.14.1 sometimes aborts at interpreter exit after this sequence ("terminate called
+# without an active exception", seen in full -m torch runs only); teardown is not under test.
+sys.stdout.flush()
+os._exit(0)
 '''
 
 

@@ -27,8 +27,8 @@ AIM = 90  # the mean stays near ruff's one short sentence
 ESC = "\x1b["
 
 TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
-MIXED = (  # one safe (NCX102 is safe where nothing reads it back) and one unsafe finding
-    'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'
+MIXED = (  # one safe (NCX120's add that keeps an inherited new name) and one unsafe finding
+    'import os\nos.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000"\n'
     'import torch.distributed as dist\ndist.init_process_group("nccl-legacy")\n'
 )
 
@@ -88,8 +88,10 @@ def test_example_report_lines_fit_after_the_location() -> None:
 
 def test_json_detail_holds_the_why() -> None:
     f = next(f for f in _example_findings() if f["code"] == "NCX203" and "TRACE_BUFFER" in str(f["message"]))
-    assert f["message"] == "TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated: set TORCH_FR_BUFFER_SIZE next to it"
+    # .env has no form that keeps an inherited new name: the add is unsafe there ("too", not "next to it")
+    assert f["message"] == "TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated: set TORCH_FR_BUFFER_SIZE too"
     assert "when both are set the FR name wins" in str(f["detail"])
+    assert "overrides a TORCH_FR_BUFFER_SIZE the job inherits" in str(f["detail"])
 
 
 def test_colour_off_when_piped_on_with_force_color_and_no_color_wins(tmp_path: Path) -> None:
@@ -185,7 +187,7 @@ def test_diff_lists_files_in_report_order(tmp_path: Path) -> None:
         p = tmp_path / name
         p.parent.mkdir(exist_ok=True)
         p.write_text('#!/bin/sh\nexport TORCH_NCCL_TRACE_BUFFER_SIZE=1\n' if name.endswith(".sh")
-                     else 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n')
+                     else 'import os\nos.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "1"\n')
     proc = _migrate("--diff", "-j", "1", "z.py", "m.py", "b", "a.sh", cwd=tmp_path)
     diffed = [ln[len("+++ b/"):] for ln in proc.stdout.splitlines() if ln.startswith("+++ ")]
     reported = list(dict.fromkeys(ln.split(":")[0] for ln in proc.stderr.splitlines()[:-1]))

@@ -82,11 +82,14 @@ def test_text_format_line(project: Path) -> None:
 def test_diff_shows_what_write_applies(project: Path) -> None:
     proc = run_ncclx("migrate", "--diff", "-q", ".env", "Dockerfile", cwd=project)
     assert proc.returncode == 1
-    assert "+export TORCH_FR_BUFFER_SIZE=\"2000\"" in proc.stdout
-    assert "+ENV TORCH_FR_BUFFER_SIZE 2000" in proc.stdout
+    # .env and Dockerfile ENV cannot keep torch's new-then-old reading: unsafe there.
+    assert "+export TORCH_FR_BUFFER_SIZE" not in proc.stdout
+    assert "+ENV TORCH_FR_BUFFER_SIZE" not in proc.stdout
     assert "-TORCH_DIST_USE_NCCL2=0" not in proc.stdout  # unsafe: not without --unsafe-fixes
-    unsafe = run_ncclx("migrate", "--diff", "--unsafe-fixes", "-q", ".env", cwd=project)
+    unsafe = run_ncclx("migrate", "--diff", "--unsafe-fixes", "-q", ".env", "Dockerfile", cwd=project)
     assert "-TORCH_DIST_USE_NCCL2=0" in unsafe.stdout
+    assert "+export TORCH_FR_BUFFER_SIZE=\"2000\"" in unsafe.stdout
+    assert "+ENV TORCH_FR_BUFFER_SIZE 2000" in unsafe.stdout
     assert (project / ".env").read_bytes() == FILES[".env"].read_bytes()
 
 
@@ -112,7 +115,7 @@ def test_crlf_files_keep_crlf(tmp_path: Path) -> None:
     assert proc.returncode == 1
     out = (tmp_path / "run.sh").read_bytes()
     assert out != src and b"\n" not in out.replace(b"\r\n", b"")
-    assert b"export TORCH_FR_BUFFER_SIZE=2000\r\n" in out
+    assert b'export TORCH_FR_DUMP_TEMP_FILE="${TORCH_FR_DUMP_TEMP_FILE-$TORCH_NCCL_DEBUG_INFO_TEMP_FILE}"\r\n' in out
 
 
 def test_select_ignore_and_suppression(project: Path) -> None:
@@ -161,3 +164,34 @@ def test_shell_script_from_stdin() -> None:
     proc = run_ncclx("migrate", "--write", "--unsafe-fixes", "--stdin-filename", "run.sh", "-",
                      input="export TORCH_DIST_USE_NCCL2=0\necho ok\n")
     assert proc.stdout == "echo ok\n", proc.stderr
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+def test_findings_left_after_write_point_into_the_written_file(project: Path, unsafe: bool) -> None:
+    """Each finding that --write leaves points at the same text in the written file as the
+    report-only run pointed at in the original (lines added above it move it down)."""
+    before = {rel: (project / rel).read_text().splitlines() for rel in FILES}
+    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+    args = ["migrate", "--write", "--format", "json", "-q", *(["--unsafe-fixes"] if unsafe else []), "."]
+    written = _json(run_ncclx(*args, cwd=project))["findings"]
+    assert len(report) == len(written)
+    key = lambda f: (f["path"], f["code"], f["message"])  # noqa: E731
+    moved = 0
+    for old, new in zip(sorted(report, key=key), sorted(written, key=key), strict=True):
+        assert key(old) == key(new)
+        if new["applied"]:
+            continue
+        after = (project / new["path"]).read_text().splitlines()
+        was = before[old["path"]][old["line"] - 1][old["column"] - 1 :][:12]
+        now = after[new["line"] - 1][new["column"] - 1 :][:12]
+        assert was == now, (new, was, now)
+        moved += (old["line"], old["column"]) != (new["line"], new["column"])
+    assert moved > 0  # the fixture set has findings below an added line
+
+
+def test_diff_positions_stay_in_the_file_as_it_is(project: Path) -> None:
+    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+    proc = run_ncclx("migrate", "--diff", "--unsafe-fixes", "--format", "json", "-q", ".", cwd=project)
+    diffed = json.loads(proc.stderr)["findings"]
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in report] == \
+        [(f["path"], f["line"], f["column"], f["code"]) for f in diffed]

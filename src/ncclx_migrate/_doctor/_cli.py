@@ -12,12 +12,18 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from ._model import LEVELS, Report
 from .checks import CHECKS
+
+if TYPE_CHECKING:
+    from ._merge import Source
+    from ._render import Progress
 
 __all__ = ["doctor"]
 
@@ -25,35 +31,81 @@ _IDS = [c.id for c in CHECKS]
 
 
 @contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json."""
+def stdout_to_stderr() -> Iterator[TextIO]:
+    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json.
+
+    Yields a stream on the real stdout, for the report streamed as the checks complete.
+    """
     sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:
-        yield
+        yield sys.stdout
         return
+    real = open(saved, "w", encoding=sys.stdout.encoding or "utf-8", errors="replace", closefd=False)
     try:
         os.dup2(2, 1)
-        yield
+        yield real
     finally:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe must not skip the restore
+            real.flush()
         sys.stdout.flush()
         os.dup2(saved, 1)
+        with contextlib.suppress(OSError, ValueError):
+            real.close()
         os.close(saved)
 
 
 def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
+    from .._torchfacts import target_range_error
+
     m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", value)
     if not m:
         raise click.BadParameter(f"{value!r} is not a torch release like 2.16")
-    return int(m.group(1)), int(m.group(2))
+    target = int(m.group(1)), int(m.group(2))
+    problem = target_range_error(target)
+    if problem:
+        raise click.BadParameter(problem)
+    return target
+
+
+def known_backends(import_torch: bool) -> list[str]:
+    """Backend names init_process_group accepts here: torch's built-ins, entry points, and
+    (when torch may be imported) whatever torch's registry holds, custom backends included."""
+    from .. import _torchinfo as ti
+    from .._torchfacts import BUILTIN_BACKENDS
+
+    names = {*BUILTIN_BACKENDS, *(n.lower() for n in ti.backend_providers())}
+    if import_torch:
+        try:
+            import torch.distributed as dist
+
+            names |= {str(n).lower() for n in dist.Backend.backend_list} - {"undefined"}
+        except Exception:  # no torch / no distributed: the checks say so
+            pass
+    return sorted(names)
+
+
+def check_backend(value: str, import_torch: bool) -> None:
+    """Raise a usage error naming the known backends when ``value`` names an unknown one."""
+    parts = [p.partition(":")[2] if ":" in p else p for p in value.split(",")]
+    known = known_backends(import_torch)
+    unknown = [p.strip() for p in parts if p.strip().lower() not in known]
+    if unknown or not value.strip():
+        raise click.BadParameter(
+            f"{(unknown or [value])[0]!r} is not a backend this torch knows; known: {', '.join(known)} "
+            '(or the "cpu:gloo,cuda:nccl" form)', param_hint="'--backend'")
+
+
+# A day: far past any probe or gather, and inside what TCPStore's timeout can hold.
+MAX_TIMEOUT_S = 86400.0
 
 
 def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not 0 < value < float("inf"):  # inf would unbound every probe and gather
-        raise click.BadParameter("must be a positive, finite number of seconds")
+    if not 0 < value <= MAX_TIMEOUT_S:  # inf/nan would unbound every probe and gather
+        raise click.BadParameter(f"must be a positive, finite number of seconds, at most {MAX_TIMEOUT_S:g}")
     return value
 
 
@@ -61,9 +113,39 @@ def emit(report: Report, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=False))
     else:
-        from ._render import render, use_color
+        from ._render import render, terminal_width, use_color
 
-        click.echo(render(report, color=use_color()))
+        click.echo(render(report, color=use_color(), width=terminal_width()))
+
+
+def _progress(as_json: bool, stream: TextIO) -> Progress | None:
+    """The streaming text report (None with --json); live status lines only on a terminal."""
+    if as_json:
+        return None
+    from ._render import Progress, terminal_width, use_color
+
+    # fd 1 points at stderr while the checks run: ask the real stdout (``stream``).
+    color = use_color(stream)
+    try:
+        live = stream.isatty()
+    except ValueError:
+        live = False
+    return Progress(stream, color, terminal_width(stream), live)
+
+
+def write_html(path: Path, sources: Sequence[Source], summary: Report, expected: Sequence[int] = ()) -> None:
+    """The --html page; a path that cannot be written is one line and exit 2."""
+    from ._html import write_page
+
+    try:
+        write_page(path, sources, summary, expected)
+    except OSError as exc:
+        click.echo(f"ncclx doctor: error: {path}: cannot write the page there ({exc.strerror or exc})", err=True)
+        sys.exit(2)
+    click.echo(f"ncclx doctor: wrote {path}", err=True)
+
+
+_HTML_HELP = "Also write a self-contained HTML page (hosts or ranks x checks) to this file."
 
 
 @click.group(invoke_without_command=True)
@@ -83,6 +165,8 @@ def emit(report: Report, as_json: bool) -> None:
 @click.option("--require-gpu", is_flag=True, help="No visible GPU is a failure, not a warning.")
 @click.option("--timeout", type=float, default=30.0, show_default=True, callback=_timeout,
               metavar="SECONDS", help="Bound on the probe and on the cluster gather.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=_HTML_HELP + " With --level cluster, rank 0 writes it.")
 @click.pass_context
 def doctor(
     ctx: click.Context,
@@ -95,6 +179,7 @@ def doctor(
     backend: str | None,
     require_gpu: bool,
     timeout: float,
+    html: Path | None,
 ) -> None:
     """Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.
 
@@ -115,22 +200,36 @@ def doctor(
                 click.echo(f"{c.id:<20} {c.min_level:<8} {c.title}")
         return
     from ._facts import Options
+    from ._model import level_index
 
+    if backend is not None:
+        check_backend(backend, level_index(level) >= level_index("local"))
     options = Options(level=level, strict=strict, target_torch=target_torch, require_gpu=require_gpu,
                       timeout=timeout, selected=selected, backend=backend)
     if level == "cluster":
         from ._cluster import run_cluster
 
-        with stdout_to_stderr():
-            report, code = run_cluster(options)
+        with stdout_to_stderr() as out:
+            report, code = run_cluster(
+                options, _progress(as_json, out),
+                on_merged=None if html is None else lambda src, rep, exp: write_html(html, src, rep, exp),
+            )
         if report is not None:
             emit(report, as_json)
         ctx.exit(code)
     from ._runner import run_checks
 
-    with stdout_to_stderr():
-        report, _ = run_checks(options)
-    emit(report, as_json)
+    with stdout_to_stderr() as out:
+        progress = _progress(as_json, out)
+        report, _ = run_checks(options, progress=progress)
+        if progress is not None:
+            progress.summary(report)
+    if html is not None:
+        from ._merge import Source
+
+        write_html(html, [Source(report, "")], report)
+    if progress is None:
+        emit(report, as_json)
     ctx.exit(report.exit_code(strict))
 
 
@@ -138,8 +237,9 @@ def doctor(
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
 @click.pass_context
-def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool) -> None:
+def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool, html: Path | None) -> None:
     """Compare doctor reports saved on several nodes (ncclx doctor --json > NODE.json), offline."""
     from ._merge import load_reports, merge_reports
 
@@ -148,5 +248,7 @@ def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: b
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     merged = merge_reports(loaded)
+    if html is not None:
+        write_html(html, loaded, merged)
     emit(merged, as_json)
     ctx.exit(merged.exit_code(strict))

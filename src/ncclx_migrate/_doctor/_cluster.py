@@ -5,28 +5,41 @@ store torchrun's agent hosts, or one rank 0 hosts under srun), never over NCCL, 
 under test, and under their own key prefix.  Rank 0 waits at most ``--timeout`` and names
 the ranks that never reported.  Ranks other than 0 print nothing and exit 0: rank 0's
 report and exit status speak for the job.
+
+Each rank sets ``report/<rank>`` and appends ``<rank>:<time>,`` to ``arrived`` (and bumps
+``arrived_n``); rank 0 reads the counter each poll, the arrival list only when it moved,
+and fetches new reports with ``multi_get`` in batches: a few round trips per poll at any
+rank count, instead of one per waiting rank (docs/performance.md).  When the launcher
+stops rank 0 (SIGTERM: torchrun does so to every rank when one dies), rank 0 stops
+waiting, reports what it has, naming the ranks that never reported, and exits 1.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import time
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._facts import Options
 from ._merge import Source, merge_reports
-from ._model import CheckResult, Report, Status
+from ._model import CheckResult, Report, ReportError, Status
 from ._runner import run_checks
 
-__all__ = ["run_cluster"]
+if TYPE_CHECKING:
+    from ._render import Progress
+
+__all__ = ["Gathered", "gather", "publish", "run_cluster"]
 
 PREFIX = "ncclx-doctor"
 POLL_S = 0.05
+BATCH = 1024  # reports per multi_get
 
 
 def _int_env(names: tuple[str, ...]) -> int | None:
@@ -68,17 +81,99 @@ def _store(addr: str, port: int, rank: int, world: int, timeout: float) -> Any:
     return dist.PrefixStore(f"{PREFIX}/{run}/{attempt}", store)
 
 
-def run_cluster(options: Options) -> tuple[Report | None, int]:
+def publish(store: Any, rank: int, report: Report) -> None:
+    """What every rank (rank 0 too) posts: its report, then its arrival."""
+    store.set(f"report/{rank}", json.dumps(report.to_json()))
+    store.append("arrived", f"{rank}:{time.time()!r},")
+    store.add("arrived_n", 1)
+
+
+def _arrivals(store: Any, world: int) -> dict[int, float]:
+    """rank -> when it published, from the ``arrived`` list (garbage in it is skipped)."""
+    out: dict[int, float] = {}
+    for item in bytes(store.get("arrived")).decode("ascii", "replace").split(","):
+        rank, _, when = item.partition(":")
+        try:
+            r, t = int(rank), float(when)
+        except ValueError:
+            continue
+        if 0 <= r < world:
+            out.setdefault(r, t)
+    return out
+
+
+def _batches(items: list[int]) -> Iterator[list[int]]:
+    for k in range(0, len(items), BATCH):
+        yield items[k:k + BATCH]
+
+
+@dataclass
+class Gathered:
+    sources: dict[int, Source]
+    bad: dict[int, str]  # rank -> why its report could not be read
+    seen: dict[int, float]  # rank -> when rank 0 had its report
+    published: dict[int, float]  # rank -> when it posted
+
+
+def gather(store: Any, world: int, own: Report, deadline: float, stopped: Callable[[], bool] = lambda: False,
+           status: Callable[[str], None] = lambda text: None) -> Gathered:
+    """Rank 0: collect the other ranks' reports until all are in, ``deadline`` (monotonic)
+    passes or ``stopped()``; what could not be read is named, never raised."""
+    out = Gathered({0: Source(own, "")}, {}, {0: time.time()}, {})
+    count = 0
+    while True:
+        status(f"gathered {len(out.sources) + len(out.bad)}/{world} ranks")
+        total = int(store.add("arrived_n", 0))
+        if total != count:
+            count = total
+            arrived = _arrivals(store, world)
+            new = sorted(r for r in arrived if r not in out.sources and r not in out.bad)
+            for batch in _batches(new):
+                values = store.multi_get([f"report/{r}" for r in batch])
+                now = time.time()
+                for r, raw in zip(batch, values, strict=True):
+                    out.seen[r], out.published[r] = now, arrived[r]
+                    try:
+                        out.sources[r] = Source(Report.from_text(bytes(raw)), "")
+                    except ReportError as exc:
+                        out.bad[r] = str(exc)
+        if len(out.sources) + len(out.bad) >= world or time.monotonic() >= deadline or stopped():
+            return out
+        time.sleep(POLL_S)
+
+
+def run_cluster(
+    options: Options, progress: Progress | None = None,
+    on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None = None,
+) -> tuple[Report | None, int]:
+    """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``).
+    ``progress`` (rank 0, text output): status lines only; the merged report prints at the end."""
     rank, world, addr, port = _where()
+    stop: list[int] = []
+    previous = None
+    if rank == 0:  # from now on a SIGTERM ends the wait, not the process
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    try:
+        return _run_cluster(options, rank, world, addr, port, stop, progress, on_merged)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, stop: list[int],
+                 progress: Progress | None,
+                 on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None,
+                 ) -> tuple[Report | None, int]:
+    status = progress.status if progress is not None and rank == 0 else (lambda text: None)
     local_opts = replace(options, level="local")
+    status("local checks...")
     report, _ = run_checks(local_opts)
     report.level = "cluster"
     report.rank = rank
     started = time.monotonic()
     try:
         store = _store(addr, port, rank, world, options.timeout)
-        store.set(f"report/{rank}", json.dumps(report.to_json()))
-        store.set(f"published/{rank}", repr(time.time()))  # for the gather-latency figure
+        publish(store, rank, report)
     except Exception as exc:  # the store is the job's rendezvous: say so plainly
         if rank != 0:
             click.echo(f"ncclx doctor: rank {rank} could not publish its report to {addr}:{port}: "
@@ -92,43 +187,35 @@ def run_cluster(options: Options) -> tuple[Report | None, int]:
         return report, report.exit_code(options.strict)
     if rank != 0:
         return None, 0
-    sources: dict[int, Source] = {0: Source(report, "")}
     poll_start = time.time()
-    seen: dict[int, float] = {0: poll_start}
-    deadline = started + options.timeout
-    bad: dict[int, str] = {}
-    while len(sources) + len(bad) < world and time.monotonic() < deadline:
-        for r in range(world):
-            if r in sources or r in bad:
-                continue
-            key = f"report/{r}"
-            if not store.check([key]):
-                continue
-            seen[r] = time.time()
-            try:
-                sources[r] = Source(Report.from_json(json.loads(store.get(key))), "")
-            except ValueError as exc:
-                bad[r] = str(exc)
-        if len(sources) + len(bad) < world:
-            time.sleep(POLL_S)
+    got = gather(store, world, report, started + options.timeout, lambda: bool(stop), status)
+    if progress is not None:
+        progress.done()
     gather_ms = round((time.monotonic() - started) * 1000, 1)
-    merged = merge_reports([sources[r] for r in sorted(sources)], level="cluster",
-                           expected_ranks=[r for r in range(world) if r not in bad],
-                           timeout=options.timeout, host=report.host, rank=0)
+    merged = merge_reports([got.sources[r] for r in sorted(got.sources)], level="cluster",
+                           expected_ranks=[r for r in range(world) if r not in got.bad],
+                           timeout=None if stop else options.timeout, host=report.host, rank=0)
     consistency = merged.checks[-1]
     consistency.details["gather_ms"] = gather_ms
-    latency = []
-    for r, when in seen.items():
-        try:
-            latency.append(when - max(float(store.get(f"published/{r}")), poll_start))
-        except Exception:
-            pass
     # From a rank's publish (or rank 0 starting to wait, if later) to rank 0 holding its
     # report: what the store and the polling cost, without the ranks' start-up skew.
+    latency = [got.seen[r] - max(when, poll_start) for r, when in got.published.items()]
     consistency.details["max_latency_ms"] = round(max(latency, default=0.0) * 1000, 1)
     consistency.details["world_size"] = world
-    if bad:
+    if got.bad:
         consistency.status = Status.FAIL
-        consistency.message += "; unreadable reports from " + ", ".join(f"rank {r} ({e})" for r, e in bad.items())
-    store.set("done", "1")
-    return merged, merged.exit_code(options.strict)
+        consistency.message += "; unreadable reports from " + ", ".join(
+            f"rank {r} ({e})" for r, e in sorted(got.bad.items()))
+    if stop:
+        consistency.status = Status.FAIL
+        consistency.message = (f"stopped (SIGTERM) after {gather_ms / 1000:.1f}s of waiting, with "
+                               f"{len(got.sources)} of {world} reports; " + consistency.message)
+        consistency.details["stopped_by"] = "SIGTERM"
+    try:
+        store.set("done", "1")
+    except Exception:  # the launcher may be tearing the store down
+        pass
+    if on_merged is not None:
+        on_merged([got.sources[r] for r in sorted(got.sources)], merged,
+                  [r for r in range(world) if r not in got.bad])
+    return merged, 1 if stop else merged.exit_code(options.strict)

@@ -11,7 +11,7 @@ import glob
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -61,6 +61,9 @@ class Facts:
     def __init__(self, options: Options, environ: Mapping[str, str] | None = None) -> None:
         self.options = options
         self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+        # A slow step says what it is doing ("probe: 2 ranks, all_reduce..."); a no-op
+        # unless the CLI streams to a terminal.
+        self.progress: Callable[[str], None] = lambda text: None
 
     # -- where and what -----------------------------------------------------------------
     @property

@@ -19,6 +19,8 @@ from ._model import CheckResult, Report, ReportError, Status
 
 __all__ = ["FINGERPRINT", "Source", "compare", "load_reports", "merge_reports", "ranges", "who"]
 
+MAX_REPORT_BYTES = 64 << 20  # a report is a few KB; a bigger file is not one
+
 # (verb phrase for one, for several, check id, details key, status when ranks disagree)
 FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
     ("runs torch", "run torch", "torch-version", "version", Status.FAIL),
@@ -48,8 +50,8 @@ class Source:
     label: str  # file name for merge, "" for the cluster gather
 
 
-def ranges(numbers: Iterable[int]) -> str:
-    """[0,1,2,3,5] -> "0-3,5"."""
+def ranges(numbers: Iterable[int], limit: int | None = None) -> str:
+    """[0,1,2,3,5] -> "0-3,5"; past ``limit`` characters: "0,2,4,...,1022" (the rest elided)."""
     nums = sorted(set(numbers))
     out: list[str] = []
     start = prev = None
@@ -63,7 +65,29 @@ def ranges(numbers: Iterable[int]) -> str:
             start = prev = n
     if start is not None:
         out.append(f"{start}-{prev}" if start != prev else str(start))
-    return ",".join(out)
+    text = ",".join(out)
+    if limit is not None and len(text) > limit and len(out) > 2:
+        head: list[str] = []
+        for part in out[:-1]:
+            if len(",".join([*head, part, "...", out[-1]])) > limit:
+                break
+            head.append(part)
+        text = ",".join([*head, "...", out[-1]])
+    return text
+
+
+def label(sources: Sequence[Source]) -> str:
+    """Short, one-screen name of a group: "ranks 0-1023 (1024) on 128 hosts", "3 reports (a, b, c)"."""
+    ranks = sorted(s.report.rank for s in sources if s.report.rank is not None)
+    hosts = sorted({s.report.host for s in sources})
+    on = f" on {hosts[0]}" if len(hosts) == 1 else f" on {len(hosts)} hosts"
+    if len(ranks) == len(sources) and ranks:
+        n = len(ranks)
+        return f"ranks {ranges(ranks, 40)} ({n}){on}" if n > 1 else f"rank {ranks[0]}{on}"
+    names = [f"{s.report.host} ({s.label})" if s.label else s.report.host for s in sources]
+    if len(names) <= 3:
+        return ", ".join(names)
+    return f"{len(names)} reports ({', '.join(names[:2])}, ...)"
 
 
 def who(sources: Sequence[Source]) -> str:
@@ -112,6 +136,9 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
             ) -> CheckResult:
     """The cluster-consistency check over ``sources``."""
     findings: list[tuple[Status, str]] = []
+    problems: list[tuple[Status, str, str]] = []  # the same, one screen at any rank count, with the fix
+    same_image = ("make every node run the same image and environment (same torch/NCCL wheels, same "
+                  "TORCH_*/NCCL* variables in the launcher)")
     divergent: list[dict[str, Any]] = []
     for one, many, cid, key, severity in FINGERPRINT:
         values: dict[str, list[Source]] = defaultdict(list)
@@ -132,6 +159,7 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
             verb = one if len(group) == 1 else many
             mine, theirs = _fmt_pair(value, majority_value)
             findings.append((severity, f"{who(group)} {verb} {mine} (the others {theirs})"))
+            problems.append((severity, f"{label(group)} {verb} {mine} (the others {theirs})", same_image))
             minority.append({"value": value, "who": who(group),
                              "ranks": [s.report.rank for s in group], "hosts": sorted({s.report.host for s in group})})
         divergent.append({"fact": f"{cid}.{key}", "majority": majority_value, "majority_count": len(majority),
@@ -142,6 +170,9 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
         within = f" within {timeout:g}s" if timeout else ""
         findings.insert(0, (Status.FAIL, f"{'ranks' if len(missing) > 1 else 'rank'} {ranges(missing)} did not "
                             f"report{within}"))
+        problems.insert(0, (Status.FAIL, f"{'ranks' if len(missing) > 1 else 'rank'} {ranges(missing, 40)}"
+                            + (f" ({len(missing)})" if len(missing) > 1 else "") + f" did not report{within}",
+                            "check the missing ranks' nodes (did the process start? is MASTER_ADDR reachable?)"))
     failing = [
         {"who": who([s]), "check": c.id, "status": c.status.value, "message": c.message}
         for s in sources for c in s.report.checks if c.status in (Status.FAIL, Status.ERROR)
@@ -163,12 +194,13 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
                            "and flight-recorder settings", "", details)
     status = _worst(s for s, _ in findings)
     findings.sort(key=lambda t: _ORDER.index(t[0]))
+    problems.sort(key=lambda t: _ORDER.index(t[0]))
+    details["problems"] = [{"status": st.value, "message": m, "remedy": r} for st, m, r in problems]
     remedy = []
     if missing:
         remedy.append("check the missing ranks' nodes (did the process start? is MASTER_ADDR reachable?)")
     if divergent:
-        remedy.append("make every node run the same image and environment (same torch/NCCL wheels, same "
-                      "TORCH_*/NCCL* variables in the launcher)")
+        remedy.append(same_image)
     return CheckResult("cluster-consistency", status, "; ".join(m for _, m in findings), "; ".join(remedy),
                        details)
 
@@ -186,13 +218,19 @@ def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
     if len(groups) == 1:
         (st, msg), members = next(iter(groups.items()))
         noun = "ranks" if all(m.report.rank is not None for m in members) else "reports"
-        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)],
-                           {"groups": [{"status": st.value, "who": who(members), "message": msg}]})
+        details: dict[str, Any] = {"groups": [{"status": st.value, "who": who(members), "label": label(members),
+                                               "count": len(members), "message": msg,
+                                               "remedy": remedies[(st, msg)]}]}
+        first = members[0].report.get(cid)
+        if first is not None and "problems" in first.details:  # the same problems everywhere: one bullet each
+            details["problems"] = first.details["problems"]
+        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)], details)
     ordered = sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0][0]), -len(kv[1])))
     parts = [f"{st.value} on {who(members)}: {msg}" for (st, msg), members in ordered]
     remedy = "; ".join(dict.fromkeys(remedies[k] for k, _ in ordered if remedies[k] and k[0] is not Status.OK))
     return CheckResult(cid, status, " | ".join(parts), remedy,
-                       {"groups": [{"status": st.value, "who": who(m), "message": msg} for (st, msg), m in ordered]})
+                       {"groups": [{"status": st.value, "who": who(m), "label": label(m), "count": len(m),
+                                    "message": msg, "remedy": remedies[(st, msg)]} for (st, msg), m in ordered]})
 
 
 def merge_reports(sources: Sequence[Source], level: str = "merge", expected_ranks: Sequence[int] = (),
@@ -216,19 +254,19 @@ def load_reports(paths: Sequence[str]) -> list[Source]:
     out = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_REPORT_BYTES + 1)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); "
-                             "save reports with ncclx doctor --json > FILE") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not JSON (not UTF-8 text); "
-                             "save reports with ncclx doctor --json > FILE") from None
+        if len(raw) > MAX_REPORT_BYTES:
+            raise ValueError(f"{path}: over {MAX_REPORT_BYTES >> 20} MB, not an ncclx doctor report")
         try:
-            report = Report.from_json(data)
+            report = Report.from_text(raw)
         except ReportError as exc:
-            raise ValueError(f"{path}: not an ncclx doctor report: {exc}") from None
+            why = str(exc)
+            hint = "; save reports with ncclx doctor --json > FILE"
+            if why.startswith("not JSON"):
+                raise ValueError(f"{path}: {why}{hint}") from None
+            raise ValueError(f"{path}: not an ncclx doctor report: {why}") from None
         out.append(Source(report, os.path.basename(path)))
     return out

@@ -8,6 +8,7 @@ read it back.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,29 +93,87 @@ class Report:
         }
 
     @classmethod
+    def from_text(cls, text: str | bytes) -> Report:
+        """A report from JSON text (a saved file, a rank's message in the gather)."""
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise ReportError(f"not JSON (nested deeper than {MAX_DEPTH} levels)") from None
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+        except (ValueError, UnicodeDecodeError) as exc:  # a 5,000-digit number; not UTF-8
+            raise ReportError(f"not JSON ({str(exc).splitlines()[0]})") from None
+        return cls.from_json(data)
+
+    @classmethod
     def from_json(cls, data: Any) -> Report:
+        """Validate every field's type (a report is input from another machine)."""
         if not isinstance(data, dict):
             raise ReportError("not a JSON object")
         if data.get("schema") != SCHEMA:
-            raise ReportError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-        try:
-            checks = [
-                CheckResult(
-                    id=str(c["id"]),
-                    status=Status(c["status"]),
-                    message=str(c.get("message", "")),
-                    remedy=str(c.get("remedy", "")),
-                    details=dict(c.get("details") or {}),
-                )
-                for c in data["checks"]
-            ]
-            rank = data.get("rank")
-            return cls(
-                level=str(data["level"]),
-                host=str(data["host"]),
-                rank=int(rank) if rank is not None else None,
-                torch=data.get("torch"),
-                checks=checks,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ReportError(f"malformed report ({type(exc).__name__}: {exc})") from None
+            raise ReportError(f"schema is {_short(data.get('schema'))}, expected {SCHEMA!r}")
+        rank = data.get("rank")
+        if rank is not None and not (type(rank) is int and 0 <= rank < 2**31):
+            raise ReportError(f'"rank" is {_short(rank)}, expected a rank number or null')
+        checks = data.get("checks")
+        if not isinstance(checks, list):
+            raise ReportError(f'"checks" is {_short(checks)}, expected a list')
+        out = []
+        for n, c in enumerate(checks):
+            if not isinstance(c, dict):
+                raise ReportError(f"checks[{n}] is {_short(c)}, expected an object")
+            try:
+                status = Status(c.get("status"))
+            except ValueError:
+                raise ReportError(f'checks[{n}].status is {_short(c.get("status"))}') from None
+            details = c.get("details") or {}
+            if not isinstance(details, dict):
+                raise ReportError(f"checks[{n}].details is {_short(details)}, expected an object")
+            if _depth(details) > MAX_DEPTH:
+                raise ReportError(f"checks[{n}].details is nested deeper than {MAX_DEPTH} levels")
+            out.append(CheckResult(
+                id=_text(c, "id", f"checks[{n}].", required=True), status=status,
+                message=_text(c, "message", f"checks[{n}]."), remedy=_text(c, "remedy", f"checks[{n}]."),
+                details=details,
+            ))
+        torch = data.get("torch")
+        if torch is not None and not isinstance(torch, str):
+            raise ReportError(f'"torch" is {_short(torch)}, expected a version string or null')
+        return cls(level=_text(data, "level", "", required=True), host=_text(data, "host", "", required=True),
+                   rank=rank, torch=torch, checks=out)
+
+
+# Deeper than any report the doctor writes (details hold flat facts and small tables).
+MAX_DEPTH = 32
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text(obj: dict[str, Any], key: str, where: str, required: bool = False) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ReportError(f'{where}{key} is {_short(value) if key in obj else "missing"}, expected a string')
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                return depth
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest

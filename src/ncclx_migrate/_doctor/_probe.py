@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,8 @@ def _plan(f: Facts) -> tuple[str, int, str]:
     return "gloo", 2, "no GPU visible" if gpus == 0 else "this torch has no NCCL"
 
 
-def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[str, str]) -> dict[int, Any]:
+def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[str, str],
+            progress: Callable[[str], None] = lambda text: None) -> dict[int, Any]:
     port = _free_port()
     procs: dict[int, subprocess.Popen[bytes]] = {}
     logs: dict[int, Any] = {}
@@ -57,6 +59,8 @@ def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[s
             "NCCLX_PROBE_BACKEND": backend, "NCCLX_PROBE_TIMEOUT": str(timeout),
             "NCCLX_PROBE_OUT": str(workdir / f"rank{rank}.json"),
         }
+        if rank == 0:
+            rank_env["NCCLX_PROBE_STAGE"] = str(workdir / "stage")
         rank_env.pop("NCCLX_HANG_DUMP", None)  # the probe must not start ncclx's watchdog
         logs[rank] = open(workdir / f"rank{rank}.log", "wb")  # closed in the finally below
         procs[rank] = subprocess.Popen(
@@ -65,13 +69,15 @@ def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[s
         )
     deadline = time.monotonic() + timeout + 5  # import time on top of the collective timeout
     results: dict[int, Any] = {}
+    stage_file = workdir / "stage"
     try:
-        for proc in procs.values():
-            left = max(0.1, deadline - time.monotonic())
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
             try:
-                proc.wait(timeout=left)
-            except subprocess.TimeoutExpired:
-                pass
+                stage = stage_file.read_text(encoding="utf-8") or "starting"
+            except OSError:
+                stage = "starting"
+            progress(f"probe: {world} rank{'s' if world > 1 else ''}, {stage}...")
+            time.sleep(0.1)
     finally:
         for rank, proc in procs.items():
             if proc.poll() is None:
@@ -106,7 +112,7 @@ def run_probe(f: Facts) -> CheckResult:
     backend, world, why = _plan(f)
     timeout = f.options.timeout
     with tempfile.TemporaryDirectory(prefix="ncclx-probe-") as tmp:
-        results = _launch(backend, world, timeout, Path(tmp), dict(f.environ))
+        results = _launch(backend, world, timeout, Path(tmp), dict(f.environ), f.progress)
     r0 = results.get(0, {})
     details: dict[str, Any] = {"backend": backend, "world_size": world, "why": why, "ranks": results}
     broken = {r: res["error"] for r, res in sorted(results.items()) if "error" in res}
@@ -116,9 +122,7 @@ def run_probe(f: Facts) -> CheckResult:
         return CheckResult(
             cid, Status.FAIL, f"{label}: rank {first[0]}: {first[1]}"
             + (f" (and {len(broken) - 1} more rank(s))" if len(broken) > 1 else ""),
-            "run the job's init on this node with NCCL_DEBUG=INFO TORCH_CPP_LOG_LEVEL=INFO to see why"
-            if backend != "gloo" else "check that 127.0.0.1 ports are free and torch.distributed works",
-            details,
+            _failure_remedy(f, backend, timeout, list(broken.values())), details,
         )
     impl = str(r0.get("impl", backend))
     details["implementation"] = impl
@@ -142,11 +146,11 @@ def run_probe(f: Facts) -> CheckResult:
     if "error" in fr:
         msg += f"; flight recorder unreadable: {fr['error']}"
         status, remedy = Status.WARN, "see the flight-recorder check"
-    elif size > 0 and not set(RECORDED) <= recorded:
+    elif size != 0 and not set(RECORDED) <= recorded:
         missing = sorted(set(RECORDED) - recorded)
         msg += f"; the flight recorder ({fr.get('recorder')}) missed {', '.join(missing)}"
         status, remedy = Status.WARN, "a hang would leave an incomplete trace; see the flight-recorder check"
-    elif size > 0:
+    elif size != 0:
         msg += f"; flight recorder ({fr.get('recorder')}) recorded {fr.get('entries')} entries"
     else:
         msg += "; flight recorder off (buffer size 0)"
@@ -163,6 +167,22 @@ def run_probe(f: Facts) -> CheckResult:
     elif rc:
         msg += f"; no reconfigure ({rc.get('why')}; destroy+re-init {_ms(rc.get('reinit_ms'))})"
     return CheckResult(cid, status, msg, remedy, details)
+
+
+def _failure_remedy(f: Facts, backend: str, timeout: float, errors: list[str]) -> str:
+    """The fix for the probe's real failure: its deadline, a missing GPU, or the backend itself."""
+    text = " ".join(errors).lower()
+    if "did not finish within" in text or "timed out" in text or "timeout" in text:
+        return (f"raise --timeout (it was {timeout:g}s; starting the ranks and importing torch alone "
+                "takes a few seconds); if it still times out, the backend hangs on this node")
+    uses_gpu = "gloo" not in backend.lower()
+    if uses_gpu and (f.gpu_count == 0 or "cuda device" in text or "no gpus found" in text
+                     or "no nvidia driver" in text):
+        return (f'no GPU is visible here, and "{backend}" needs one: run the probe on a GPU node '
+                "(check nvidia-smi and CUDA_VISIBLE_DEVICES), or use --backend gloo on CPU-only machines")
+    if uses_gpu:
+        return "run the job's init on this node with NCCL_DEBUG=INFO TORCH_CPP_LOG_LEVEL=INFO to see why"
+    return "check that 127.0.0.1 ports are free and torch.distributed works (the rank logs are in --json)"
 
 
 def _buffer_size(f: Facts) -> int:

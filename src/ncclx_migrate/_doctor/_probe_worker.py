@@ -20,6 +20,17 @@ from datetime import timedelta
 from typing import Any
 
 
+def _stage(name: str) -> None:
+    """Tell the parent what this rank is doing (shown on a terminal as the probe's progress)."""
+    path = os.environ.get("NCCLX_PROBE_STAGE")
+    if path:
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(name)
+        except OSError:
+            pass
+
+
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
@@ -29,6 +40,7 @@ def _suite(dist: Any, torch: Any, device: Any, rank: int, world: int) -> dict[st
     ops: dict[str, str] = {}
 
     def run(name: str, fn: Any) -> None:
+        _stage(name)
         try:
             problem = fn()
             ops[name] = "ok" if problem is None else f"wrong result: {problem}"
@@ -169,6 +181,7 @@ def main() -> int:
             torch.cuda.set_device(device)
             if "device_id" in inspect.signature(dist.init_process_group).parameters:
                 kw["device_id"] = device
+        _stage("init_process_group")
         start = time.perf_counter()
         dist.init_process_group(backend, store=dist.PrefixStore("probe", store), rank=rank, world_size=world,
                                 timeout=timeout, **kw)
@@ -183,7 +196,9 @@ def main() -> int:
         start = time.perf_counter()
         result["ops"] = _suite(dist, torch, device, rank, world)
         result["suite_ms"] = _ms(start)
+        _stage("flight recorder")
         result["fr"] = _flight_recorder(dist, impl)
+        _stage("reconfigure")
         try:
             result["reconfigure"] = _reconfigure(dist, torch, backend, store, rank, world, timeout, device, kw)
         except Exception as exc:

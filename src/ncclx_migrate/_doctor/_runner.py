@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ._facts import Facts, Options
 from ._model import CheckResult, Report, Status, level_index
 from .checks import CHECKS, Check
+
+if TYPE_CHECKING:
+    from ._render import Progress
 
 __all__ = ["run_checks", "selected_checks"]
 
@@ -44,21 +48,32 @@ def _run_one(check: Check, facts: Facts) -> CheckResult:
     return result
 
 
-def run_checks(options: Options, environ: Mapping[str, str] | None = None) -> tuple[Report, Facts]:
+def run_checks(options: Options, environ: Mapping[str, str] | None = None,
+               progress: Progress | None = None) -> tuple[Report, Facts]:
+    """Run the selected checks; ``progress`` gets the header and each result as it completes."""
     facts = Facts(options, environ)
-    results: list[CheckResult] = []
-    for check, runs in selected_checks(options):
-        if check.id == CLUSTER_ID and runs:
-            continue  # filled in by the cluster gather
-        if not runs:
-            results.append(CheckResult(check.id, Status.SKIP, f"runs at --level {check.min_level}"))
-            continue
-        results.append(_run_one(check, facts))
+    if progress is not None:
+        facts.progress = progress.status
+        if facts.imports_torch:
+            progress.status("importing torch...")
     torch_version: str | None
     try:
         torch_version = facts.torch_version
     except Exception:
         torch_version = None
-    report = Report(level=options.level, host=facts.host, rank=facts.rank, torch=torch_version,
-                    checks=results)
+    report = Report(level=options.level, host=facts.host, rank=facts.rank, torch=torch_version, checks=[])
+    if progress is not None:
+        progress.header(report)
+    for check, runs in selected_checks(options):
+        if check.id == CLUSTER_ID and runs:
+            continue  # filled in by the cluster gather
+        if not runs:
+            result = CheckResult(check.id, Status.SKIP, f"runs at --level {check.min_level}")
+        else:
+            if progress is not None:
+                progress.status(f"{check.id}...")
+            result = _run_one(check, facts)
+        report.checks.append(result)
+        if progress is not None:
+            progress.check(result)
     return report, facts

@@ -1,6 +1,6 @@
 """Find the collective that hung, who never entered it, and who called something else.
 
-Works on a :class:`DumpSet` (torch-free).  Per group and recorder:
+Works on a :class:`DumpSet` of reduced dumps (torch-free).  Per group and recorder:
 
 * last completed sequence number of each rank (entries, or ``pg_status`` when the
   ring buffer has dropped older entries);
@@ -9,19 +9,26 @@ Works on a :class:`DumpSet` (torch-free).  Per group and recorder:
 * mismatches: ranks whose op type, input sizes or dtypes differ from the majority
   at the same sequence number (ties go to the lowest rank, as torchfrtrace's
   reference rank);
-* members without a dump.
+* members without a dump;
+* where every member stopped (``per_rank``: state and last entries).
+
+Ranks whose sequence of fingerprints is identical share one trace (``_load._Interner``),
+so the mismatch scan walks distinct traces, not ranks: a 1,024-rank job with one
+culprit compares two or three of them per sequence number.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ._load import DumpSet, Entry, RankDump
+from ._load import DumpSet, EntryInfo, GroupTrace, RankDump
 
-__all__ = ["Diagnosis", "GroupReport", "Incomplete", "Mismatch", "analyze"]
+__all__ = ["Diagnosis", "GroupReport", "Incomplete", "Mismatch", "RankState", "analyze"]
 
 _MISMATCH_CAP = 10
+_FIELDS = ("op", "input_sizes", "input_dtypes")  # positions in a fingerprint
 
 
 @dataclass
@@ -46,6 +53,16 @@ class Incomplete:
 
 
 @dataclass
+class RankState:
+    """Where one member rank stopped in one group (docs/flight-recorder.md, ``per_rank``)."""
+
+    state: str  # completed | started | scheduled | never-entered | no-dump
+    last_enqueued: int | None
+    last_completed: int | None
+    last_entries: list[EntryInfo]
+
+
+@dataclass
 class GroupReport:
     recorder: str
     name: str
@@ -56,6 +73,7 @@ class GroupReport:
     mismatches: list[Mismatch]
     culprit_ranks: list[int]
     missing_dumps: list[int]
+    per_rank: dict[int, RankState] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -76,33 +94,58 @@ class Diagnosis:
         )
 
 
-def _by_seq(dump: RankDump, group: str) -> dict[int, Entry]:
-    out: dict[int, Entry] = {}
-    for e in dump.entries:
-        if e.group == group:
-            out[e.seq] = e  # a coalesced group shares one seq: the last entry stands for it
-    return out
-
-
-def _majority(values: dict[int, str]) -> str:
-    counts = Counter(values.values())
+def _majority(values: list[tuple[str, int, int]]) -> str:
+    """``values``: (value, weight, lowest rank).  Ties: the value of the lowest rank."""
+    counts: Counter[str] = Counter()
+    low: dict[str, int] = {}
+    for v, w, r in values:
+        counts[v] += w
+        low[v] = min(low.get(v, r), r)
     top = max(counts.values())
-    # Ties: the value of the lowest rank among the tied values.
-    return next(values[r] for r in sorted(values) if counts[values[r]] == top)
+    return min((v for v in counts if counts[v] == top), key=lambda v: low[v])
 
 
-def _mismatches_at(seq: int, entries: dict[int, Entry]) -> list[Mismatch]:
+class _Trace:
+    """One distinct trace of a group and the ranks that share it."""
+
+    __slots__ = ("g", "pos", "ranks")
+
+    def __init__(self, g: GroupTrace) -> None:
+        self.g = g
+        self.ranks: list[int] = []
+        self.pos = 0
+
+
+def _mismatches(traces: list[_Trace]) -> list[Mismatch]:
     out: list[Mismatch] = []
-    ops = {r: e.op for r, e in entries.items()}
-    op = _majority(ops)
-    for fld in ("op", "input_sizes", "input_dtypes"):
-        values = {r: str(getattr(e, fld)) for r, e in entries.items()}
-        if len(set(values.values())) < 2:
+    if len(traces) < 2:
+        return out  # one trace: every rank recorded the same thing
+    all_seqs = sorted(set().union(*(set(t.g.seqs) for t in traces)))
+    for t in traces:
+        t.pos = 0
+    for seq in all_seqs:
+        at: list[tuple[tuple[str, str, str], _Trace]] = []
+        for t in traces:
+            seqs = t.g.seqs
+            while t.pos < len(seqs) and seqs[t.pos] < seq:
+                t.pos += 1
+            if t.pos < len(seqs) and seqs[t.pos] == seq:
+                at.append((t.g.table[t.g.fps[t.pos]], t))
+        if len(at) < 2 or len({fp for fp, _ in at}) < 2:
             continue
-        expected = _majority(values)
-        culprits = sorted(r for r, v in values.items() if v != expected)
-        out.append(Mismatch(seq, op, fld, expected, culprits, {r: values[r] for r in culprits}))
-        break  # a type mismatch explains the size/dtype ones that follow
+        n = sum(len(t.ranks) for _, t in at)
+        if n < 2:
+            continue
+        op = _majority([(fp[0], len(t.ranks), t.ranks[0]) for fp, t in at])
+        for k, fld in enumerate(_FIELDS):
+            if len({fp[k] for fp, _ in at}) < 2:
+                continue
+            expected = _majority([(fp[k], len(t.ranks), t.ranks[0]) for fp, t in at])
+            found = {r: fp[k] for fp, t in at if fp[k] != expected for r in t.ranks}
+            out.append(Mismatch(seq, op, fld, expected, sorted(found), dict(sorted(found.items()))))
+            break  # a type mismatch explains the size/dtype ones that follow
+        if len(out) >= _MISMATCH_CAP:
+            break
     return out
 
 
@@ -111,25 +154,22 @@ def _analyze_group(
 ) -> GroupReport:
     have = [r for r in members if r in dumps]
     no_dump = [r for r in members if r not in dumps]
-    seqs = {r: _by_seq(dumps[r], name) for r in have}
+    empty = GroupTrace(desc, array("q"), array("I"), (), 0, None, (), {})
+    trace_of: dict[int, GroupTrace] = {r: dumps[r].groups.get(name, empty) for r in have}
     last_done: dict[int, int] = {}
     last_enq: dict[int, int] = {}
+    distinct: dict[int, _Trace] = {}
     for r in have:
+        g = trace_of[r]
         st = dumps[r].pg_status.get(name, {})
-        done = [s for s, e in seqs[r].items() if e.completed]
-        last_done[r] = max([max(done, default=0), st.get("last_completed_collective", 0)])
-        last_enq[r] = max([max(seqs[r], default=0), st.get("last_enqueued_collective", 0)])
+        last_done[r] = max(g.last_done, st.get("last_completed_collective", 0))
+        last_enq[r] = max(g.seqs[-1] if g.seqs else 0, st.get("last_enqueued_collective", 0))
         # gloo marks a failed op not retired; an entry after it that completed
         # cannot exist, so the status counter (incremented on retire) is exact.
+        if g.seqs:
+            distinct.setdefault(id(g.seqs), _Trace(g)).ranks.append(r)
 
-    mismatches: list[Mismatch] = []
-    common = sorted(set().union(*(set(s) for s in seqs.values()))) if seqs else []
-    for seq in common:
-        at = {r: seqs[r][seq] for r in have if seq in seqs[r]}
-        if len(at) >= 2:
-            mismatches.extend(_mismatches_at(seq, at))
-        if len(mismatches) >= _MISMATCH_CAP:
-            break
+    mismatches = _mismatches(list(distinct.values()))
 
     incomplete: Incomplete | None = None
     if have and max(last_enq.values()) > 0:
@@ -148,9 +188,15 @@ def _analyze_group(
         if target:
             entered = [r for r in have if last_enq[r] >= target]
             missing = [r for r in have if last_enq[r] < target]
-            at = {r: seqs[r][target] for r in entered if target in seqs[r]}
-            op = _majority({r: e.op for r, e in at.items()}) if at else "collective"
-            frames = next((e.frames for e in at.values() if e.frames), ())
+            ops: list[tuple[str, int, int]] = []
+            frames: tuple[tuple[str, str, int], ...] = ()
+            for r in entered:
+                fp = trace_of[r].fingerprint(target)
+                if fp is not None:
+                    ops.append((fp[0], 1, r))
+                    if not frames:
+                        frames = trace_of[r].frames_at.get(target, ())
+            op = _majority(ops) if ops else "collective"
             incomplete = Incomplete(target, op, why, missing, entered, no_dump, frames)
 
     culprits: list[int] = []
@@ -160,8 +206,22 @@ def _analyze_group(
         culprits = list(mismatches[0].culprit_ranks)
     elif incomplete and no_dump:
         culprits = list(no_dump)
+    never = set(incomplete.missing_ranks) if incomplete and incomplete.why == "never-entered" else set()
+    per_rank: dict[int, RankState] = {}
+    for r in members:
+        if r not in dumps:
+            per_rank[r] = RankState("no-dump", None, None, [])
+            continue
+        g = trace_of[r]
+        if r in never:
+            state = "never-entered"
+        elif last_done[r] >= last_enq[r] or g.pending_state is None:
+            state = "completed"
+        else:
+            state = "started" if g.pending_state == "started" else "scheduled"
+        per_rank[r] = RankState(state, last_enq[r], last_done[r], list(g.last_entries))
     return GroupReport(
-        recorder, name, desc, members, last_done, incomplete, mismatches, culprits, no_dump
+        recorder, name, desc, members, last_done, incomplete, mismatches, culprits, no_dump, per_rank
     )
 
 
@@ -176,16 +236,17 @@ def analyze(dumps: DumpSet) -> Diagnosis:
                 if cfg.ranks and key not in configs:
                     configs[key] = (cfg.desc, cfg.ranks)
         for e_rank in sorted(by_rank):  # groups seen only in entries (membership unknown)
-            for e in by_rank[e_rank].entries:
-                if e.group not in configs:
-                    configs[e.group] = (e.desc, sorted(r for r in by_rank if _by_seq(by_rank[r], e.group)))
+            for gname, g in by_rank[e_rank].groups.items():
+                if gname not in configs:
+                    configs[gname] = (g.desc, sorted(r for r in by_rank if gname in by_rank[r].groups))
         for name in sorted(configs, key=lambda n: (len(n), n)):
             desc, members = configs[name]
             # desc from entries when the config has none (E2d's creator leaves it '').
             if not desc:
-                desc = next((e.desc for d in by_rank.values() for e in d.entries if e.group == name), "")
+                desc = next((d.groups[name].desc for d in by_rank.values() if name in d.groups), "")
             all_members.update(members)
             groups.append(_analyze_group(rec, name, desc, sorted(members), by_rank))
     present = {r for _, r in dumps.dumps}
     missing = sorted(all_members - present)
     return Diagnosis(dumps, groups, missing)
+

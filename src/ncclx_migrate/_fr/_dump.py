@@ -208,11 +208,25 @@ def dump_flight_recorder(group: Any = None, *, stack_traces: bool = True) -> dic
     return out
 
 
+class DumpLocationError(OSError):
+    """The dump directory cannot be created or written; the message names it and its source."""
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        from .._envvars import FR_DUMP_FILE_NAMES
+
+        named = next((n for n in FR_DUMP_FILE_NAMES if os.environ.get(n)), None)
+        origin = named or ("XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "the home directory")
+        raise DumpLocationError(
+            exc.errno, f"cannot write the flight-recorder dump in {path.parent} (from {origin}): "
+            f"{exc.strerror or exc}; set {FR_DUMP_FILE_NAMES[0]} to a prefix in a writable directory",
+        ) from None
 
 
 def write_rank_dumps(

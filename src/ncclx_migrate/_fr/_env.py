@@ -14,6 +14,9 @@ from .._warnings import emit_user_warning
 __all__ = ["ENV_VAR", "start_from_env"]
 
 ENV_VAR = "NCCLX_HANG_DUMP"
+# _envvars.FR_BUFFER_NAMES, repeated: importing that table costs ~40 ms of `import ncclx_migrate`
+# (tests/fr/test_api_errors.py keeps the two equal).
+BUFFER_NAMES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 
 
 def start_from_env() -> None:
@@ -32,4 +35,21 @@ def start_from_env() -> None:
             RuntimeWarning,
         )
         return
+    _warn_unusable_buffer()
     enable(seconds)
+
+
+def _warn_unusable_buffer() -> None:
+    """A non-integer buffer size kills the job at group creation: say so before it happens."""
+    for name in BUFFER_NAMES:  # c10d: the first one set wins
+        if name not in os.environ:
+            continue
+        value = os.environ[name]
+        if not value.strip().lstrip("+-").isdigit():
+            emit_user_warning(
+                f"{name}={value!r} is not an integer: torch aborts the process (SIGABRT) or raises "
+                f"ValueError at init_process_group, before any hang can be dumped; set {name} to a whole "
+                "number of entries (default 2000) or unset it",
+                RuntimeWarning,
+            )
+        return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
+from ._ranges import ranges
 
 __all__ = ["SCHEMA", "render_human", "to_json"]
 
@@ -12,7 +13,9 @@ SCHEMA = "ncclx.fr/1"
 
 
 def rank_list(ranks: list[int]) -> str:
-    """'rank 2', 'ranks 0 and 1', 'ranks 0, 1 and 3'."""
+    """'rank 2', 'ranks 0 and 1', 'ranks 0, 1 and 3'; past 8 ranks 'ranks 0-4, 6-63'."""
+    if len(ranks) > 8:
+        return f"ranks {ranges(ranks)}"
     if len(ranks) == 1:
         return f"rank {ranks[0]}"
     body = ", ".join(str(r) for r in ranks[:-1])
@@ -99,6 +102,7 @@ def render_human(diag: Diagnosis) -> str:
         f"recorder {recs}; format {', '.join(versions)} {'/'.join(fmts)})"
     ]
     out += [f"repaired: {r}" for r in ds.repairs]
+    out += [f"ignored: {r}" for r in ds.ignored]
     for g in diag.groups:
         head = f"group {g.label} (pg {g.name}"
         if len(ds.recorders()) > 1:
@@ -111,7 +115,7 @@ def render_human(diag: Diagnosis) -> str:
         out += _stack_lines(diag, g)
         if not g.first_incomplete and not g.mismatches:
             out.append("  every collective that any rank enqueued completed on all ranks with dumps")
-        done = ", ".join(f"rank {r} #{s}" for r, s in sorted(g.last_completed.items()))
+        done = _retired_text(g.last_completed)
         out.append(f"  last collective retired (completed, or failed on gloo): {done or 'none'}")
     if diag.missing_dumps:
         out.append(
@@ -125,7 +129,17 @@ def render_human(diag: Diagnosis) -> str:
         out.append("verdict: problem found, no single culprit (see above)")
     else:
         out.append("verdict: no hang or mismatch found")
-    return "\n".join(out)
+    # Names from dumps and file names may hold lone surrogates: escape, never crash the print.
+    return "\n".join(out).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _retired_text(last: dict[int, int]) -> str:
+    if len(last) <= 8:
+        return ", ".join(f"rank {r} #{s}" for r, s in sorted(last.items()))
+    by_seq: dict[int, list[int]] = {}
+    for r, s in last.items():
+        by_seq.setdefault(s, []).append(r)
+    return "; ".join(f"#{s} {rank_list(rs)}" for s, rs in sorted(by_seq.items()))
 
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
@@ -163,6 +177,15 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
                 "culprit_ranks": g.culprit_ranks,
                 "last_completed": {str(r): s for r, s in sorted(g.last_completed.items())},
                 "missing_dumps": g.missing_dumps,
+                "per_rank": {
+                    str(r): {
+                        "state": st.state,
+                        "last_enqueued": st.last_enqueued,
+                        "last_completed": st.last_completed,
+                        "last_entries": [e.to_json() for e in st.last_entries],
+                    }
+                    for r, st in sorted(g.per_rank.items())
+                },
             }
         )
     return {
@@ -174,6 +197,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             for (rec, r), d in sorted(ds.dumps.items(), key=lambda kv: (kv[0][1], kv[0][0]))
         ],
         "repairs": ds.repairs,
+        "ignored": ds.ignored,
         "groups": groups,
         "missing_dumps": diag.missing_dumps,
         "problem": diag.problem,

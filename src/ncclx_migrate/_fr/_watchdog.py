@@ -48,10 +48,13 @@ _active: HangDump | None = None
 
 
 def parse_seconds(text: str) -> float:
-    """NCCLX_HANG_DUMP's value: positive seconds (ValueError otherwise)."""
-    value = float(text)
+    """NCCLX_HANG_DUMP's value: positive seconds (ValueError, saying what is valid, otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise ValueError(text)
+        raise ValueError(f"hang-dump seconds must be a finite number > 0 (such as 300), got {text!r}")
     return value
 
 
@@ -114,6 +117,7 @@ class HangDump:
         self._last_dump = -1e18
         self._recorders: list[str] = []
         self._polls = 0
+        self._poll_error: str | None = None
         self._prev_hook: Any = None
         self._dump_lock = threading.Lock()
 
@@ -206,7 +210,10 @@ class HangDump:
             try:
                 self._tick(dist)
             except Exception as exc:  # never let the thread die on a bad poll
-                _log(f"poll failed ({type(exc).__name__}: {exc})")
+                text = f"poll failed ({type(exc).__name__}: {exc})"
+                if text != self._poll_error:  # once per distinct failure, not every back-off
+                    _log(text + f"; retrying every {self.seconds:g} s, quietly")
+                    self._poll_error = text
                 self._stop.wait(self.seconds)
 
     def _tick(self, dist: Any) -> None:
@@ -267,7 +274,7 @@ class HangDump:
         for name in FR_BUFFER_NAMES:  # c10d: the first one set wins
             value = os.environ.get(name)
             if value:
-                if value.strip().lstrip("-").isdigit() and int(value) <= 0:
+                if value.strip().lstrip("+-").isdigit() and int(value) == 0:  # < 0 still records
                     _log(f"{name}={value} turns the flight recorder off: the watchdog sees no "
                          "collectives and will never fire; unset it or make it > 0")
                 return

@@ -8,11 +8,21 @@ import sys
 import click
 
 from .._color import use_color
+from . import _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, render
 from ._rules import RULES, get_rule, rule_doc
-from ._runner import Mode, Outcome, RunReport, decode, process_text, run, stderr_progress
+from ._runner import (
+    Mode,
+    Outcome,
+    RunReport,
+    decode,
+    process_text,
+    run,
+    stderr_progress,
+    suppression_warnings,
+)
 from ._target import detect_target, parse_target
 
 __all__ = ["explain", "migrate", "rules"]
@@ -55,10 +65,15 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
 @click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")
+@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=_runner.DEFAULT_MAX_MB,
+              show_default=True, metavar="MB", help="Larger files are not read (Python: an error; others: skipped).")
+@click.option("--ignore-unknown", is_flag=True,
+              help="A file of a kind no scanner reads is skipped, not an error (pre-commit passes every text file).")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool,
+    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float,
+    ignore_unknown: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -70,14 +85,24 @@ def migrate(
         raise click.UsageError("'-' (stdin) cannot be mixed with other paths")
     if diff and write:
         raise click.UsageError("--diff and --write are exclusive: --diff shows what --write would do")
+    if unsafe_fixes and not (write or diff):
+        raise click.UsageError("--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them "
+                               "(the report already lists every finding, [unsafe-fix] ones included)")
     if target_torch is not None:
+        from .._torchfacts import target_range_error
+
         try:
             target = parse_target(target_torch)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--target-torch") from None
+        problem = target_range_error(target)
+        if problem:
+            raise click.BadParameter(problem, param_hint="--target-torch")
     else:
         target, source = detect_target(paths[0] if paths[0] != "-" else ".")
-        if source and not quiet and fmt == "text":
+        # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
+        # --diff puts a machine-readable report on stderr itself.
+        if source and not quiet and (fmt == "text" or not diff):
             click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {source})", err=True)
     options = Options(
         target_torch=target,
@@ -88,17 +113,24 @@ def migrate(
         select=_prefixes(select),
         ignore=_prefixes(ignore),
     )
-    mode = Mode(write=write, diff=diff)
+    mode = Mode(write=write, diff=diff, max_bytes=int(max_file_size * 2**20))
     # The report goes to stderr when stdout carries a diff or the fixed stdin text.
     to_err = diff or (write and paths == ("-",))
     color = use_color(sys.stderr if to_err else sys.stdout)
     view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
         sys.exit(_stdin(stdin_filename, options, mode, fmt, view))
-    files = discover(paths, exclude)
+    walk_errors: list[tuple[str, str]] = []
+    files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
     report = run(files, options, mode, jobs=jobs, progress=progress)
+    report.outcomes += [Outcome(FileResult(path, error=why)) for path, why in walk_errors]
+    for o in report.outcomes:
+        if o.skipped:
+            click.echo(f"{o.result.path}: skipped: {o.skipped}", err=True)
     results = report.results
+    _warn(report.outcomes)
+    unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
     if diff:
         for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
@@ -107,7 +139,35 @@ def migrate(
         click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
     else:
         click.echo(render(fmt, results, report.files_scanned, view=view), nl=False, color=color)
-    sys.exit(_exit_code(results, mode))
+    for line in unchecked:
+        click.echo(f"ncclx migrate: error: {line}", err=True)
+    sys.exit(2 if unchecked else _exit_code(results, mode))
+
+
+def _warn(outcomes: list[Outcome]) -> None:
+    """Problems that are not findings (an ignore comment naming no rule) on stderr."""
+    for o in outcomes:
+        for w in o.warnings:
+            line, _, text = w.partition(": ")
+            click.echo(f"{o.result.path}:{line}: warning: {text}", err=True)
+
+
+def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
+    """A line per command-line path that holds nothing a scanner reads: never silently 0 files."""
+    import os
+
+    scanned = [o.result.path for o in outcomes if o.scanned or o.result.error]
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            prefix = os.path.join(os.path.normpath(p), "")
+            if not any(os.path.normpath(f).startswith(prefix) or os.path.normpath(p) == "." for f in scanned):
+                out.append(f"{p}: holds no file ncclx migrate checks (Python, shell scripts, Dockerfiles, YAML, "
+                           ".env, notebooks), or --exclude/.gitignore left none")
+        elif p not in scanned and os.path.exists(p):
+            out.append(f"{p}: not a kind of file ncclx migrate checks (Python, shell scripts with a shebang or "
+                       ".sh, Dockerfiles, YAML, .env, notebooks); pass --ignore-unknown to skip such files")
+    return out
 
 
 def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) -> int:
@@ -119,8 +179,19 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
         result = FileResult(display, error=str(exc))
         click.echo(render(fmt, [result], 1), nl=False, err=mode.write or mode.diff)
         return 2
-    kind_path = name if name != "-" else "-"
+    kind_path = name
+    if name == "-":
+        from ._files import file_kind
+
+        # No --stdin-filename: a shell shebang says shell; anything else is read as Python.
+        kind_path = "stdin.sh" if file_kind("-", text) == "shell" else "-"
     result = process_text(kind_path, text, options) or FileResult(display)
+    if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
+        result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "
+                         "(e.g. run.sh, job.yaml, Dockerfile)")
+    for w in suppression_warnings(text):
+        line, _, msg = w.partition(": ")
+        click.echo(f"{display}:{line}: warning: {msg}", err=True)
     result.path = display
     for f in result.findings:
         f.path = display

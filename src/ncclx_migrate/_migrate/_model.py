@@ -65,6 +65,7 @@ class Options:
     use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()
+    line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)
 
     def wants_fix(self, kind: FixKind) -> bool:
         if kind is FixKind.SAFE:

@@ -48,7 +48,7 @@ RULES: tuple[Rule, ...] = (
          (_U, _N), "2.14, 2.15", _PY),
     Rule("NCX102", "redundant-opt-in",
          "TORCH_DIST_USE_NCCL2=1 is redundant where nccl2 is already the default",
-         (_S, _N), "2.14, 2.15", _PY),
+         (_U, _N), "2.14, 2.15", _PY),  # removing it lets an inherited "0" roll back
     Rule("NCX103", "nccl-legacy-backend",
          '"nccl-legacy" used as a backend name (rollback name with no announced future)',
          (_U, _N), "2.14, 2.15", _PY),
@@ -80,10 +80,10 @@ RULES: tuple[Rule, ...] = (
          (_U, _N), "2.15", _PY),
     Rule("NCX123", "unprefixed-env",
          "old unprefixed NCCL_* spelling of a TORCH_NCCL_* variable (accepted with a deprecation warning)",
-         (_S, _N), "2.13, 2.14, 2.15", _PY),
+         (_S, _U, _N), "2.13, 2.14, 2.15", _PY),
     # --- process-group creation ---
     Rule("NCX130", "init-without-device-id",
-         "NCCL init_process_group without device_id in code that picks its GPU with torch.cuda.set_device",
+         "NCCL init_process_group without device_id after code picks LOCAL_RANK's GPU (hardening: nccl2 binds the same one)",
          (_U, _N), "2.15", _PY),
     Rule("NCX131", "new-group-local-sync",
          "new_group(..., use_local_synchronization=True) on an NCCL default group may hang under nccl2",
@@ -94,6 +94,9 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX133", "unguarded-lazy-init",
          "Options.lazy_init set without a guard: AttributeError on torch 2.14",
          (_S, _N), "2.14, 2.15", _PY),
+    Rule("NCX134", "init-device-mismatch",
+         "NCCL init_process_group without device_id where the GPU the code picks can differ from the one nccl2 binds (breaks)",
+         (_U, _N), "2.15", _PY),
     # --- other files (scanners in _migrate/_files) ---
     Rule("NCX201", "rollback-toggle-files",
          "TORCH_DIST_USE_NCCL2 set in a launch script, Dockerfile, YAML, .env file or notebook",

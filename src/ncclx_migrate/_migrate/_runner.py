@@ -1,30 +1,45 @@
-"""Run the scanners over files: read safely, fix, write atomically, in a process pool."""
+"""Run the scanners over files: read safely, fix, write atomically, in a process pool.
+
+Only regular files are opened (and never in a way that blocks).  Each write goes to a
+temporary file first; a hard-linked file is then rewritten in place so that every name
+keeps the new text.  Pool workers die with the parent (PR_SET_PDEATHSIG, or a watcher
+thread), but never in the middle of a write; a worker that dies (a parser crash, the OOM
+killer) costs only the file it held, which is reported as an error.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import difflib
 import functools
 import os
+import signal
+import stat
 import sys
 import tempfile
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from ._model import FileResult, Options
 from ._python import transform_source
 
-__all__ = ["Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
+__all__ = ["DEFAULT_MAX_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
 _BOM = "\ufeff"
-_MAX_BYTES = 20 * 1024 * 1024
+# libcst needs about 250x a Python file's size in memory: 8 MiB of Python is ~2 GB.
+DEFAULT_MAX_MB = 8.0
 
 
 @dataclass(frozen=True)
 class Mode:
     write: bool = False
     diff: bool = False
+    max_bytes: int = int(DEFAULT_MAX_MB * 2**20)  # --max-file-size
 
 
 @dataclass
@@ -32,6 +47,8 @@ class Outcome:
     result: FileResult
     diff: str | None = None
     scanned: bool = True  # False: not a kind of file any scanner handles
+    skipped: str | None = None  # why a file of a kind we scan was left unread (said on stderr)
+    warnings: list[str] = field(default_factory=list)  # "line: text", shown on stderr
 
 
 @dataclass
@@ -88,22 +105,46 @@ def _claims(path: str) -> bool:
     return bool(kind and kind(path))
 
 
+# Set in pool workers: a SIGTERM (the parent died) waits for a write in progress.
+_writing = False
+_dying = False
+
+
 def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then put it in place: by rename,
+    or, for a file with several hard links, by copying the verified text into the file
+    itself so that every name sees it (a rename would leave the other names on the old text)."""
+    global _writing
     path = os.path.realpath(path)  # through a symlink: replacing the link would break it
     st = os.stat(path)
     d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ncclx-", suffix=".tmp", dir=d)
+    _writing = True
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, st.st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
+        fd, tmp = tempfile.mkstemp(prefix=".ncclx-", suffix=".tmp", dir=d)
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, st.st_mode & 0o7777)
+            if st.st_nlink > 1:
+                with open(tmp, "rb") as fh:
+                    if fh.read() != data:
+                        raise OSError(f"the temporary copy {tmp} does not read back; nothing written")
+                with open(path, "r+b") as fh:
+                    fh.write(data)
+                    fh.truncate()
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    finally:
+        _writing = False
+        if _dying:
+            os._exit(128 + signal.SIGTERM)
 
 
 def _unified(path: str, old: str, new: str) -> str:
@@ -112,18 +153,43 @@ def _unified(path: str, old: str, new: str) -> str:
     ))
 
 
-def process_file(path: str, options: Options, mode: Mode) -> Outcome:
-    """Read, scan, and (in write mode) rewrite one file.  Never raises."""
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
+          stat.S_IFBLK: "a device", stat.S_IFDIR: "a directory"}
+
+
+def _read(path: str, mode: Mode) -> bytes | Outcome:
+    """The file's bytes, or the Outcome that says why it was not read.  Opened without
+    blocking and checked after opening, so a FIFO (even one swapped in) never hangs us."""
     try:
-        size = os.path.getsize(path)
-        if size > _MAX_BYTES and not path.endswith(".py"):
-            return Outcome(FileResult(path), scanned=False)
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         if not _claims(path) and os.path.exists(path):
             return Outcome(FileResult(path), scanned=False)
         return Outcome(FileResult(path, error=f"cannot read: {exc.strerror or exc}"))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+            return Outcome(FileResult(path, error=f"not a regular file ({kind}); only regular files are read"))
+        if st.st_size > mode.max_bytes:
+            if not _claims(path):
+                return Outcome(FileResult(path), scanned=False)
+            why = (f"{st.st_size / 2**20:.1f} MB is over the size limit of {mode.max_bytes / 2**20:g} MB; "
+                   "raise it with --max-file-size MB")
+            if path.endswith((".py", ".pyw")):
+                return Outcome(FileResult(path, error=f"not parsed: {why} (parsing needs ~250x the size in memory)"))
+            return Outcome(FileResult(path), scanned=False, skipped=why)
+        try:
+            return fh.read()
+        except OSError as exc:
+            return Outcome(FileResult(path, error=f"cannot read: {exc.strerror or exc}"))
+
+
+def process_file(path: str, options: Options, mode: Mode) -> Outcome:
+    """Read, scan, and (in write mode) rewrite one file.  Never raises."""
+    raw = _read(path, mode)
+    if isinstance(raw, Outcome):
+        return raw
     try:
         text, bom = decode(raw)
     except ValueError as exc:
@@ -136,7 +202,7 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result)
+    out = Outcome(result, warnings=suppression_warnings(text))
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
@@ -148,6 +214,14 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
                 for f in result.findings:
                     f.applied = False
     return out
+
+
+def suppression_warnings(text: str) -> list[str]:
+    """One line per ignore comment code that matches no rule (it silences nothing)."""
+    from ._suppress import unknown_codes
+
+    return [f"{line}: unknown rule code {code} in '# ncclx: ignore[...]' (it silences nothing; "
+            "`ncclx rules` lists the codes)" for line, code in unknown_codes(text)]
 
 
 def run(
@@ -168,19 +242,107 @@ def run(
             if progress:
                 progress(i, len(files))
         return report
-    # Largest files first, in small chunks, so that no worker is left with the big ones at
-    # the end; outcomes are put back in discovery order.
-    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
-    chunk = max(1, min(8, len(files) // (jobs * 16) or 1))
-    outcomes: list[Outcome | None] = [None] * len(files)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(worker, [files[i] for i in order], chunksize=chunk)
-        for done, (i, outcome) in enumerate(zip(order, results, strict=True), 1):
-            outcomes[i] = outcome
-            if progress:
-                progress(done, len(files))
-    report.outcomes = [o for o in outcomes if o is not None]
+    report.outcomes = _run_pool(files, worker, jobs, progress)
     return report
+
+
+_DIED = ("the worker process scanning it died (a crash in the parser, or killed, e.g. for memory); "
+         "the file is unchanged or fully rewritten, never half-written")
+
+
+def _run_pool(files: list[str], worker: Callable[[str], Outcome], jobs: int,
+              progress: Callable[[int, int], None] | None) -> list[Outcome]:
+    # Largest files first, in small chunks, so that no worker is left with the big ones at
+    # the end; at most 2 chunks per worker in flight, so that a worker that dies takes few
+    # files with it: those are re-run one by one, each in a pool of its own.
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+    size = max(1, min(8, len(files) // (jobs * 16) or 1))
+    todo = deque(order[k:k + size] for k in range(0, len(order), size))
+    outcomes: list[Outcome | None] = [None] * len(files)
+    done = 0
+
+    def finish(i: int, outcome: Outcome) -> None:
+        nonlocal done
+        outcomes[i] = outcome
+        done += 1
+        if progress:
+            progress(done, len(files))
+
+    while todo:
+        suspects: list[int] = []
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(os.getpid(),))
+        try:
+            running: dict[Future[list[Outcome]], list[int]] = {}
+            broken = False
+            while (todo or running) and not broken:
+                try:
+                    while todo and len(running) < 2 * jobs:
+                        running[pool.submit(_process_many, worker, [files[i] for i in todo[0]])] = todo[0]
+                        todo.popleft()
+                except BrokenProcessPool:  # a worker died before this chunk was handed out
+                    broken = True
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    chunk = running.pop(fut)
+                    try:
+                        for i, outcome in zip(chunk, fut.result(), strict=True):
+                            finish(i, outcome)
+                    except BrokenProcessPool:
+                        suspects += chunk
+                        broken = True
+            # The pool is broken: what did not finish is re-run alone, the rest in a new pool.
+            for fut, chunk in running.items():
+                if fut.done() and fut.exception() is None:
+                    for i, outcome in zip(chunk, fut.result(), strict=True):
+                        finish(i, outcome)
+                else:
+                    suspects += chunk
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for i in sorted(suspects, key=lambda i: -_size(files[i])):
+            finish(i, _isolated(worker, files[i]))
+    return [o for o in outcomes if o is not None]
+
+
+def _process_many(worker: Callable[[str], Outcome], paths: list[str]) -> list[Outcome]:
+    return [worker(p) for p in paths]
+
+
+def _isolated(worker: Callable[[str], Outcome], path: str) -> Outcome:
+    with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(os.getpid(),)) as pool:
+        try:
+            return pool.submit(worker, path).result()
+        except BrokenProcessPool:
+            return Outcome(FileResult(path, error=_DIED))
+
+
+def _on_parent_death(signum: int, frame: object) -> None:
+    global _dying
+    if _writing:
+        _dying = True  # _write_atomic exits once the file is whole
+    else:
+        os._exit(128 + signum)
+
+
+def _init_worker(parent: int) -> None:
+    """Pool workers must not outlive ``ncclx migrate`` (kill -9 of it leaves them orphaned)."""
+    signal.signal(signal.SIGTERM, _on_parent_death)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:  # elsewhere (and as a second guard): poll for a new parent
+        while os.getppid() == parent:
+            threading.Event().wait(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="ncclx-parent-watch", daemon=True).start()
 
 
 def _size(path: str) -> int:

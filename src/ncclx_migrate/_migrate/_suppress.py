@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALL", "is_suppressed", "suppressions"]
+__all__ = ["ALL", "is_suppressed", "suppressions", "unknown_codes"]
 
 ALL: frozenset[str] = frozenset({"*"})
 _PAT = re.compile(r"#\s*ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?")
@@ -41,3 +41,21 @@ def is_suppressed(code: str, lines: tuple[int, ...], table: dict[int, frozenset[
         if codes is ALL or "*" in codes or any(code.startswith(c) for c in codes):
             return True
     return False
+
+
+def unknown_codes(text: str) -> list[tuple[int, str]]:
+    """(line, code) for each code in an ignore comment that no rule code starts with.
+
+    Such a comment silences nothing (a typo, or a rule that does not exist): say so.
+    """
+    if "ncclx:" not in text:
+        return []
+    from ._rules import RULES
+
+    known = [r.code for r in RULES]
+    out = []
+    for lineno, codes in suppressions(text).items():
+        for code in sorted(codes - {"*"}):
+            if not any(k.startswith(code) for k in known):
+                out.append((lineno, code))
+    return out

@@ -79,7 +79,9 @@ def use_nccl2() -> str:
     Also installs the ``"nccl-legacy"`` shim (``install_legacy_shim()``).
     Idempotent.  Returns what "nccl" builds: ``"nccl2"``, or ``"legacy"`` on a torch
     without nccl2 (2.13), where it warns (``LegacyNCCLWarning``, NCX103) or, with
-    ``NCCLX_REQUIRE_NCCL2=1``, raises ``BackendSelectionError``.
+    ``NCCLX_REQUIRE_NCCL2=1``, raises ``BackendSelectionError``.  The return says what
+    "nccl" builds, not that it can run: without a visible GPU it is still ``"nccl2"`` and
+    ``init_process_group("nccl")`` raises torch's "nccl2 requires at least one CUDA device".
     """
     mod = c10d()
     install_legacy_shim()

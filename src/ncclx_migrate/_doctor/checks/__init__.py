@@ -16,6 +16,7 @@ from ._fr import flight_recorder
 from ._gpu import gpu_binding
 from ._nccl import fast_reconfigure, nccl_version, rccl_version
 from ._probe import cluster_placeholder, probe
+from ._timeout import default_timeout
 from ._torch import legacy_toggle, nccl_resolution, torch_version
 
 __all__ = ["CHECKS", "Check", "by_id"]
@@ -33,6 +34,8 @@ CHECKS: tuple[Check, ...] = (
     Check("torch-version", "static", "torch installed, its build and nccl2 phase", torch_version),
     Check("nccl-resolution", "static", 'what "nccl" builds under this environment', nccl_resolution),
     Check("legacy-toggle", "static", "TORCH_DIST_USE_NCCL2 and the nccl-legacy name", legacy_toggle),
+    Check("default-timeout", "static", "the timeout a group of the job's backend gets by default",
+          default_timeout),
     Check("nccl-version", "static", "build-time vs loaded NCCL, the 2.23 floor", nccl_version),
     Check("rccl-version", "static", "RCCL on ROCm builds vs the reconfigure minimum", rccl_version),
     Check("fast-reconfigure", "static", "reconfigure and the shrink/grow fast path", fast_reconfigure),

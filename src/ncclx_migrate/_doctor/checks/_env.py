@@ -76,5 +76,11 @@ def env_vars(f: Facts) -> CheckResult:
             msg += " (" + ", ".join(notes) + ")"
         return CheckResult(cid, Status.OK, msg + extra, "", details)
     msg = "; ".join(f"{i['name']}: {i['finding']}" for i in items) + extra
+    problems = [{"status": "warn", "message": f"{i['name']}: {i['finding']}", "remedy": str(i["remedy"])}
+                for i in items]
+    problems[-1]["remedy"] += " (ncclx migrate --write PATH rewrites scripts)"
+    if extra:
+        problems.append({"status": "ok", "message": extra[2:], "remedy": ""})
+    details["problems"] = problems
     remedy = "; ".join(str(i["remedy"]) for i in items) + " (ncclx migrate --write PATH rewrites scripts)"
     return CheckResult(cid, Status.WARN, msg, remedy, details)

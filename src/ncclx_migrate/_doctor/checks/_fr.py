@@ -2,8 +2,9 @@
 
 Facts (flight-recorder-and-reconfigure.md §1.2-1.3, nccl2-compat.md §3-4, and measured here
 on 2.13.0/2.15.0 with a 1-rank gloo group):
-* buffer size: first of TORCH_FR_BUFFER_SIZE, TORCH_NCCL_TRACE_BUFFER_SIZE that is set; 0 or
-  less records nothing.  A non-integer ("abc", or an empty value) makes init_process_group
+* buffer size: first of TORCH_FR_BUFFER_SIZE, TORCH_NCCL_TRACE_BUFFER_SIZE that is set; 0
+  records nothing; a negative value does NOT turn it off: the ring loses its bound (-1 kept
+  2,100 of 2,100 entries where the default keeps 2,000, on 2.13 and 2.15).  A non-integer ("abc", or an empty value) makes init_process_group
   abort the process (SIGABRT, "terminate called without an active exception"); "1e3" or
   "100abc" raise ValueError in 2.15's Python; with 2 ranks "abc" also hung init at times;
   3000000000 hung init.
@@ -62,6 +63,14 @@ def _hang_dump(env: Mapping[str, str]) -> float | None:
         return None
 
 
+def _ancestors(directory: str) -> list[str]:
+    """``directory`` and its parents, outermost first."""
+    out = [directory]
+    while os.path.dirname(out[-1]) not in ("", out[-1]):
+        out.append(os.path.dirname(out[-1]))
+    return out[::-1]
+
+
 def flight_recorder(f: Facts) -> CheckResult:
     cid = "flight-recorder"
     env = dict(f.environ)
@@ -69,7 +78,7 @@ def flight_recorder(f: Facts) -> CheckResult:
     details: dict[str, object] = {}
 
     # -- buffer -------------------------------------------------------------------------
-    size = 2000
+    size, unusable = 2000, False
     buf = first_set(env, FR_BUFFER_NAMES)
     if buf is not None:
         name, raw = buf
@@ -81,7 +90,7 @@ def flight_recorder(f: Facts) -> CheckResult:
                 "(SIGABRT), hangs, or raises ValueError (measured on 2.13 and 2.15)",
                 f"set {name} to a whole number of entries (default 2000) or unset it",
             ))
-            size = -1
+            size, unusable = -1, True
         else:
             size = int(raw)
             if size > INT32_MAX:
@@ -90,9 +99,14 @@ def flight_recorder(f: Facts) -> CheckResult:
             elif size > MAX_SANE_BUFFER:
                 found.append((Status.WARN, f"{name}={size} entries costs host memory on every rank",
                               f"{name}=2000 (the default) is enough for hang analysis"))
-            elif size <= 0:
-                found.append((Status.WARN, f"{name}={raw.strip()} disables the flight recorder: a hang leaves "
+            elif size == 0:
+                found.append((Status.WARN, f"{name}=0 disables the flight recorder: a hang leaves "
                               "no trace", f"unset {name} (default 2000)"))
+            elif size < 0:
+                found.append((Status.WARN, f"{name}={raw.strip()} does not disable the flight recorder: a "
+                              "negative size removes its bound, so it keeps every entry (host memory grows "
+                              "with each collective)",
+                              f"unset {name} (default 2000), or set it to 0 to turn recording off"))
         other = [n for n in FR_BUFFER_NAMES if n in env and n != name]
         if other and env[other[0]].strip() != raw.strip():
             details["buffer_ignored"] = {other[0]: env[other[0]]}
@@ -127,10 +141,9 @@ def flight_recorder(f: Facts) -> CheckResult:
         ti.IMPL_GLOO: f"gloo ({why}) never dumps on a hang: no watchdog, no abort hook",
         ti.IMPL_LAZY: "nccl-lazy has no abort hook: no automatic dump on a hang",
     }
-    watchdog_fix = (f"export {HANG_DUMP_VAR}=SECONDS and import ncclx_migrate in the training script "
-                    "(or call ncclx_migrate.enable_hang_dump(SECONDS)): its hang watchdog dumps the flight "
-                    "recorder of every rank when a collective has not completed within SECONDS")
-    if size <= 0:
+    watchdog_fix = (f"export {HANG_DUMP_VAR}=SECONDS and import ncclx_migrate in the training script: its "
+                    "watchdog dumps every rank's flight recorder when a collective hangs for SECONDS")
+    if size == 0 or unusable:
         pass  # already reported: nothing would be dumped anyway
     elif impl in never:
         if hang:
@@ -152,16 +165,31 @@ def flight_recorder(f: Facts) -> CheckResult:
     prefix = path[1] if path else default_prefix(env)
     details["dump_prefix"] = prefix
     directory = os.path.dirname(prefix) or "."
-    if path is not None and not os.path.isdir(directory):
+    if path is not None:
+        origin, elsewhere = path[0], "at a writable directory"
+    else:
+        origin = "XDG_CACHE_HOME" if env.get("XDG_CACHE_HOME") else "the home directory's .cache"
+        elsewhere = "to a prefix in a writable directory (e.g. /shared/fr/rank_)"
+    probe = os.path.abspath(directory)  # a relative XDG_CACHE_HOME is relative to the job's cwd
+    while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)  # the default cache dir is created on first dump
+    blocker = next((p for p in _ancestors(directory) if os.path.lexists(p) and not os.path.isdir(p)), None)
+    if blocker is not None:
+        found.append((Status.FAIL, f"dump directory {directory} (from {origin}) cannot exist: {blocker} is "
+                      "not a directory, so the dump is lost",
+                      f"point {path[0]} at a directory" if path is not None
+                      else f"point XDG_CACHE_HOME at a directory, or set {FR_DUMP_FILE_NAMES[0]} {elsewhere}"
+                      if env.get("XDG_CACHE_HOME") else f"move {blocker} aside, or set {FR_DUMP_FILE_NAMES[0]} {elsewhere}"))
+    elif path is not None and not os.path.isdir(directory):
         found.append((Status.FAIL, f"dump directory {directory} ({path[0]}) does not exist: the dump is lost",
                       f"mkdir -p {directory} on every node, or point {path[0]} at an existing directory"))
     else:
-        probe = directory
-        while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
-            probe = os.path.dirname(probe)  # the default cache dir is created on first dump
         if not os.access(probe, os.W_OK | os.X_OK):
-            found.append((Status.FAIL, f"dump directory {probe} is not writable by this user",
-                          f"point {FR_DUMP_FILE_NAMES[0]} at a writable directory (shared storage is best)"))
+            made = "" if probe == os.path.abspath(directory) else f" (torch would create {directory} in it)"
+            found.append((Status.FAIL, f"dump directory {probe}{made} is not writable by this user "
+                          f"(from {origin}): the dump is lost",
+                          f"make {probe} writable by this user, or set {FR_DUMP_FILE_NAMES[0]} {elsewhere}"
+                          if path is None else f"make {probe} writable by this user, or point {path[0]} {elsewhere}"))
         else:
             try:
                 free = shutil.disk_usage(probe).free
@@ -186,6 +214,7 @@ def flight_recorder(f: Facts) -> CheckResult:
         ) + f"; dumps go to {prefix}<rank>"
         return CheckResult(cid, Status.OK, msg, "", details)
     status = found[0][0]
+    details["problems"] = [{"status": st.value, "message": m, "remedy": r} for st, m, r in found]
     message = "; ".join(m for _, m, _ in found)
     remedy = "; ".join(dict.fromkeys(r for _, _, r in found if r))
     return CheckResult(cid, status, message, remedy, details)

@@ -36,10 +36,24 @@ def gpu_binding(f: Facts) -> CheckResult:
         "device_count": count, "CUDA_VISIBLE_DEVICES": visible, "LOCAL_RANK": env.get("LOCAL_RANK"),
         "LOCAL_WORLD_SIZE": env.get("LOCAL_WORLD_SIZE"), "RANK": env.get("RANK"),
     }
-    bad = [b for b in (bad_lr, bad_lw, bad_r) if b]
+    world, bad_w = _int(env, "WORLD_SIZE")
+    # Slurm's own names: ncclx (and many launch scripts) derive RANK/WORLD_SIZE from them.
+    slurm = {name: _int(env, name) for name in ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")}
+    bad = [b for b in (bad_lr, bad_lw, bad_r, bad_w, *(e for _, e in slurm.values())) if b]
     if bad:
         return CheckResult(cid, Status.FAIL, "; ".join(bad) + ": init_process_group and the nccl2 device choice "
                            "raise ValueError", "let the launcher (torchrun/srun) set these, or fix the script", details)
+    # A rank outside its world: init_process_group waits for ranks that never come.
+    pairs = (("RANK", rank, "WORLD_SIZE", world), ("LOCAL_RANK", local_rank, "LOCAL_WORLD_SIZE", local_world),
+             ("SLURM_PROCID", slurm["SLURM_PROCID"][0], "SLURM_NTASKS", slurm["SLURM_NTASKS"][0]))
+    out_of_range = [f"{r}={rv} is negative" if rv < 0 else f"{r}={rv} is not below {w}={wv}"
+                    for r, rv, w, wv in pairs
+                    if rv is not None and (rv < 0 or (wv is not None and 0 < wv <= rv))]
+    out_of_range += [f"{w}={wv} is not positive" for _, _, w, wv in pairs if wv is not None and wv <= 0]
+    if out_of_range:
+        return CheckResult(cid, Status.FAIL, "; ".join(out_of_range) + ": init_process_group rejects the rank "
+                           "or waits for ranks that never join", "let the launcher (torchrun/srun) set these, "
+                           "or fix the script that exports them", details)
     if count is None:
         return CheckResult(cid, Status.SKIP, "cannot count GPUs at this level", "", details)
     vis = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""

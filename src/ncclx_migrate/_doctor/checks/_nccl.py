@@ -6,7 +6,7 @@ import re
 from importlib import metadata
 
 from ... import _torchinfo as ti
-from ..._envvars import SHRINK_GROW_VAR
+from ..._envvars import SHRINK_GROW_VAR, TOGGLE_VAR
 from ..._torchfacts import (
     NCCL_FLOOR,
     NCCL_RECONFIGURE_MIN,
@@ -188,9 +188,17 @@ def fast_reconfigure(f: Facts) -> CheckResult:
                            + stray, f"unset {SHRINK_GROW_VAR}" if stray else "", details)
     if impl in (ti.IMPL_LEGACY, ti.IMPL_LAZY):
         name = "the legacy ProcessGroupNCCL" if impl == ti.IMPL_LEGACY else "nccl-lazy"
+        # Name what made the job's backend legacy/lazy: the toggle, --backend, or torch itself.
+        if impl == ti.IMPL_LEGACY and f.toggle is not None and f.toggle.strip() == "0" \
+                and (f.options.backend or "nccl").strip().lower() == "nccl":
+            fix = f'unset {TOGGLE_VAR} ({TOGGLE_VAR}=0 rolls "nccl" back to legacy; nccl2 can reconfigure)'
+        elif impl == ti.IMPL_LEGACY and minor is not None and minor < (2, 15) and f.options.backend in (None, "nccl"):
+            fix = f'export {TOGGLE_VAR}=1 on torch 2.14 (opt in to nccl2) for groups that reconfigure'
+        else:
+            fix = f'use backend="nccl" (nccl2) instead of "{f.options.backend or impl}" for groups that reconfigure'
         return CheckResult(
             cid, Status.WARN, f"{name} does not support enable_reconfigure: no reconfigure at all" + stray,
-            'use "nccl" (nccl2) for groups that reconfigure', details,
+            fix, details,
         )
     if impl != ti.IMPL_NCCL2:
         return CheckResult(cid, Status.SKIP, f"backend {impl}: {why}", "", details)

@@ -10,6 +10,7 @@ suppression and selection, and turns the chosen edits into a :class:`FileResult`
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,6 +41,9 @@ _ENTRY = rf"(?:{_DEVICES}):[A-Za-z0-9_-]+"
 _DEVICE_LIST = re.compile(rf"^{_ENTRY}(?:,{_ENTRY})*$")
 
 AddFn = Callable[[str], "list[Edit] | None"]
+# (new name, old name set at this one place only and never unset) -> edits or None
+KeepFn = Callable[[str, bool], "list[Edit] | None"]
+_UNSET = (r"(?:\bunset\b[^\n;&|]*?|(?:-u|--unset)[ =]|\bdel\b[^\n]*?|\.pop\(\s*)[\"']?({names})\b")  # unset X, env -u X, del os.environ[X], .pop(X)
 
 
 def is_backend_key(key: str) -> bool:
@@ -94,6 +98,10 @@ class EnvAssign:
     remove: Callable[[], list[Edit] | None] | None = None
     also_lines: tuple[int, ...] = ()  # other 0-based lines whose suppression comment counts
     in_cell: str = ""  # message prefix for notebook cells
+    # Edits adding NEW so that it takes OLD's value only where NEW is not inherited
+    # (``NEW="${NEW-$OLD}"``): what torch reads (NEW, then OLD) stays the same whatever the
+    # job inherits.  Only these make the add fix safe; ``add`` overwrites NEW (unsafe).
+    keep_add: KeepFn | None = None
 
 
 @dataclass
@@ -143,9 +151,13 @@ class Collector:
     def _hits(self) -> list[_Hit]:
         hits: list[_Hit] = []
         assigned = {a.name for a in self.assigns} | self.also_assigned
+        sites = Counter(a.name for a in self.assigns)
+        names = "|".join(sorted({re.escape(a.name) for a in self.assigns if a.name}))
+        unset = {m.group(1) for m in re.finditer(_UNSET.format(names=names), self.text)} if names else set()
         seen: set[tuple[int, str]] = set()
         for a in self.assigns:
-            for hit in _env_hits(a, assigned, self.options):
+            alone = sites[a.name] == 1 and a.name not in unset and a.name not in self.also_assigned
+            for hit in _env_hits(a, assigned, self.options, alone):
                 key = (hit.offset, hit.code)
                 if key not in seen:
                     seen.add(key)
@@ -162,6 +174,7 @@ class Collector:
         index = LineIndex(self.text)
         findings: list[Finding] = []
         taken: list[Edit] = []
+        left: list[tuple[Finding, int]] = []  # findings not fixed, with their offset
         for hit in sorted(self._hits(), key=lambda h: (h.offset, h.code)):
             if not is_selected(hit.code, self.options):
                 continue
@@ -176,10 +189,30 @@ class Collector:
                     taken.extend(hit.edits)
                     applied = True
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
+            if not applied:
+                left.append((findings[-1], hit.offset))
         new_text = apply_edits(self.text, taken) if taken else None
         if new_text == self.text:
             new_text = None
+        if new_text is not None and not self.options.dry_run:
+            # What --write leaves points into the written file (as for Python); --diff
+            # writes nothing, so positions stay in the file as it is.
+            new_index = LineIndex(new_text)
+            for f, offset in left:
+                f.line, f.column = new_index.position(_moved(offset, taken))
         return FileResult(self.path, findings, new_text)
+
+
+def _moved(offset: int, edits: list[Edit]) -> int:
+    """Where ``offset`` of the old text lands once ``edits`` are applied (an offset inside a
+    replaced span goes to the start of its replacement)."""
+    shift = 0
+    for e in edits:
+        if e.end <= offset:  # an insertion at ``offset`` goes before it
+            shift += len(e.text) - (e.end - e.start)
+        elif e.start < offset < e.end:
+            return e.start + shift
+    return offset + shift
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
@@ -202,7 +235,7 @@ def _remove(a: EnvAssign) -> list[Edit] | None:
     return a.remove() if a.remove is not None else None
 
 
-def _env_hits(a: EnvAssign, assigned: set[str], options: Options) -> list[_Hit]:
+def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool) -> list[_Hit]:
     hits: list[_Hit] = []
     if a.value is not None and mentions_backend(a.value) and a.value_start >= 0:
         # raw_value may carry quotes: find the literal in the raw text.
@@ -226,7 +259,7 @@ def _env_hits(a: EnvAssign, assigned: set[str], options: Options) -> list[_Hit]:
         return hits
     if row.replacement is not None and row.replacement in assigned:
         return hits  # the current name is already set in this file: nothing left to do
-    hits.append(_row_hit(a, row))
+    hits.append(_row_hit(a, row, alone))
     return hits
 
 
@@ -270,16 +303,25 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines, msg)
 
 
-def _row_hit(a: EnvAssign, row: EnvVar) -> _Hit:
+def _row_hit(a: EnvAssign, row: EnvVar, alone: bool) -> _Hit:
     code = row.file_code
     repl = row.replacement
     kind = FixKind.NONE
     edits: list[Edit] | None = None
+    extra = ""
     if row.kind is EnvKind.DEPRECATED:
         assert repl is not None
         short = f"{a.name} is deprecated: set {repl} next to it"
         if row.fix is Fix.ADD:
-            kind, edits = _fixed(FixKind.SAFE, a.add(repl) if a.add else None)
+            # Safe only in a form that keeps torch's reading (NEW, then OLD) for every
+            # inherited environment; setting NEW outright overrides an inherited NEW.
+            kind, edits = _fixed(FixKind.SAFE, a.keep_add(repl, alone) if a.keep_add else None)
+            if kind is FixKind.NONE:
+                kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
+                if kind is FixKind.UNSAFE:
+                    short = f"{a.name} is deprecated: set {repl} too"
+                    extra = (f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
+                             f"(torch reads {repl} first, then {a.name}); no form here keeps it, so it is unsafe.")
         if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
             # Renaming drops the old name: unsafe, and only offered where adding is not possible.
             kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]
@@ -293,7 +335,7 @@ def _row_hit(a: EnvAssign, row: EnvVar) -> _Hit:
         if row.unsafe_fix is Fix.RENAME and repl is None:
             kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines,
-                f"{row.why} Evidence: {row.evidence}.")
+                f"{row.why} Evidence: {row.evidence}.{extra}")
 
 
 def _backend_hit(b: BackendUse, options: Options) -> _Hit | None:

@@ -66,7 +66,9 @@ def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
         value = None if "\\" in inner or "$" in inner else inner
         # An argv item is one word: `["bash", "-c", "export X=0 && ..."]` holds a script.
         if value is not None and any(c in inner for c in " ;&|"):
+            quotable, ctx.quotable = ctx.quotable, False  # a `"` added here would end the JSON string
             scan_shell_range(ctx, m.start() + 1, m.end() - 1)
+            ctx.quotable = quotable
         words.append(Word(m.start() + 1, m.end() - 1, inner, value))
     analyze_words(ctx, words)
     return True

@@ -16,9 +16,10 @@ restored byte for byte. A cell that still does not parse as Python is left alone
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..._envvars import ENV_VARS
 from .._model import FileResult, Finding, Options
@@ -235,7 +236,23 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
+def _lines_forward(old: str, new: str, findings: list[Finding]) -> None:
+    """--write: move findings that were not fixed from their lines in ``old`` to the same
+    lines in ``new`` (a line inside a rewritten region goes to that region's start)."""
+    forward: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for i in range(i1, i2):
+            forward[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else min(i - i1, max(j2 - j1 - 1, 0)))
+    for f in findings:
+        if not f.applied:
+            f.line = forward.get(f.line, f.line)
+
+
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
+    final = options
+    # Every position is first taken in the notebook as it is; --write moves them at the end.
+    options = replace(options, dry_run=True)
     try:
         root = parse(text)
     except JsonError as exc:
@@ -286,6 +303,8 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         findings.extend(c.findings)
         if c.new_source is not None:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
-    findings.sort(key=lambda f: (f.line, f.column, f.code))
     new_text = apply_edits(text, edits) if edits else None
+    if new_text is not None and new_text != text and not final.dry_run:
+        _lines_forward(text, new_text, findings)
+    findings.sort(key=lambda f: (f.line, f.column, f.code))
     return FileResult(path, findings, new_text if new_text != text else None)

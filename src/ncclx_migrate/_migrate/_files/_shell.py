@@ -40,6 +40,8 @@ _FLAG_EQ = re.compile(r"^(--?[A-Za-z0-9_.-]*backend)=", re.IGNORECASE)
 _OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z0-9_.-]*backend)=", re.IGNORECASE)
 _RESERVED = {"if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", "nohup", "exec"}
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+_SPECIAL = {".", ":", "source", "eval", "set", "trap", "unset", "export", "readonly", "shift"}
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+,=-]*$")  # means the same inside "${X-...}"
 _ENV_FLAGS = {"-e", "--env", "-x"}  # docker/podman/apptainer run -e, mpirun -x
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 _DASH_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec, -xc
@@ -66,7 +68,7 @@ class Ctx:
     """What the analyser needs to build edits: the whole text and where findings go."""
 
     def __init__(self, text: str, sink: Collector, *, stray: bool = True, in_cell: str = "",
-                 lines_ok: bool = True, env_fixes: bool = True) -> None:
+                 lines_ok: bool = True, env_fixes: bool = True, quotable: bool = True) -> None:
         self.text = text
         self.index = LineIndex(text)
         self.nl = newline_of(text)
@@ -75,6 +77,8 @@ class Ctx:
         self.in_cell = in_cell
         self.lines_ok = lines_ok  # whole-line insert/delete allowed (False inside YAML strings)
         self.env_fixes = env_fixes  # False for argv lists (a YAML sequence item is one word)
+        # `"` and `$` may be added (not inside a double-quoted `bash -c "..."` or YAML scalar)
+        self.quotable = quotable
 
 
 # ----------------------------------------------------------------------------- lexer
@@ -337,6 +341,7 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
     flag_word = words[k - 1] if mode in _ENV_FLAGS and k > 0 else None
     prefix = "--env=" if mode == "--env=" else ""
     name_start = w.start + off
+    quotable = ctx.quotable  # read now: the edits are built after the scan
 
     def add(new: str) -> list[Edit] | None:
         lone = _lone_line(ctx, words) if mode == "statement" else None
@@ -352,6 +357,37 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
             return None
         lead = f" {flag_word.raw} " if flag_word is not None else " " + prefix
         return [Edit(w.end, w.end, f"{lead}{new}={raw_value}")]
+
+    def keep_add(new: str, alone: bool) -> list[Edit] | None:
+        """``NEW="${NEW-$OLD}"``: NEW keeps an inherited value, else takes OLD's; torch
+        reads NEW, then OLD, so it reads what it read before whatever the job inherits."""
+        body = [x for x in words if x.value not in _RESERVED]
+        if not quotable or not body:
+            return None
+        head = [x for x in body if not _ASSIGN.match(x.raw)]
+        if mode == "env":  # `env [X=1 ...] cmd`: no -i/-u in front (they change what is inherited)
+            at = next(n for n, x in enumerate(words) if x.value == "env")
+            if not all(_ASSIGN.match(x.raw) for x in words[at + 1 : k]):
+                return None
+        elif mode != "statement":
+            return None  # docker -e / mpirun -x: NEW reaches the job only from this flag
+        exported = bool(head) and head[0].value == "export" and len(head) == 1
+        # Prefix assignments before a special builtin (`X=1 . ./env.sh`) persist in POSIX sh.
+        persists = mode == "statement" and (not head or exported or head[0].value in _SPECIAL)
+        if persists and not alone:
+            return None  # a later set or unset of OLD would no longer reach what torch reads
+        lone = _lone_line(ctx, words) if persists and body[0] is words[0] else None
+        if lone is not None:
+            start, _, _ = ctx.index.bounds(lone)
+            lead = ctx.text[start : body[0].start] + ("export " if exported else "")
+            return [_line_insert(ctx, lone, f'{lead}{new}="${{{new}-${name}}}"')]
+        if head and not (mode == "env" or not persists or exported):
+            return None
+        if not persists and head and head[0].value in _DECLARE:
+            return None  # declare/local/readonly: scoping and attributes differ
+        if value is None or value != raw_value.strip('"') or not _PLAIN.match(value):
+            return None  # only a plain literal can be repeated inside ${NEW-...}
+        return [Edit(w.end, w.end, f' {new}="${{{new}-{value}}}"')]
 
     def remove() -> list[Edit] | None:
         if flag_word is not None:
@@ -376,6 +412,7 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
         name, name_start, value, raw_value, name_start + len(name) + 1,
         dm.group(1) if dm else None, add if ctx.env_fixes else None,
         remove if ctx.env_fixes else None, in_cell=ctx.in_cell,
+        keep_add=keep_add if ctx.env_fixes else None,
     ))
 
 
@@ -530,7 +567,10 @@ def _scan_script_word(ctx: Ctx, w: Word) -> None:
             if raw[k] == '"':
                 return  # the word is several quoted pieces
             k += 1
+    quotable = ctx.quotable
+    ctx.quotable = quotable and raw[0] == "'"
     scan_shell_range(ctx, w.start + 1, w.end - 1)
+    ctx.quotable = quotable
 
 
 def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:

@@ -140,12 +140,17 @@ def _parse(n: int, start: int, text: str) -> _Line:
     return _Line(n, start, text, indent, dashes, dash_col, None, col, col, _scalar(text, col))
 
 
+_COMPOSE = re.compile(r"^services:", re.MULTILINE)
+
+
 class _Yaml:
     def __init__(self, text: str, sink: Collector) -> None:
         self.text = text
         self.sink = sink
-        self.ctx = Ctx(text, sink)  # block scalars: whole lines may be added/removed
-        self.str_ctx = Ctx(text, sink, lines_ok=False)  # inside one quoted/plain scalar
+        # Block scalars: whole lines may be added/removed.  Compose interpolates ${X-d}
+        # itself (from the host), so a shell ${NEW-$OLD} would not reach the shell there.
+        self.ctx = Ctx(text, sink, quotable=_COMPOSE.search(text) is None)
+        self.str_ctx = Ctx(text, sink, lines_ok=False, quotable=False)  # in one quoted/plain scalar
         self.argv_ctx = Ctx(text, sink, lines_ok=False, env_fixes=False)
         index = self.ctx.index
         self.index = index
@@ -200,7 +205,8 @@ class _Yaml:
         raw = line.text[s.inner_start : s.inner_end]
         if s.value is None or raw != s.value:
             return  # escapes: offsets would not map back
-        ctx = self.str_ctx if stray else Ctx(self.text, self.sink, stray=False, lines_ok=False)
+        ctx = self.str_ctx if stray else Ctx(self.text, self.sink, stray=False, lines_ok=False,
+                                             quotable=False)
         scan_shell_range(ctx, self.abs(line, s.inner_start), self.abs(line, s.inner_end))
 
     # ------------------------------------------------------------------ walk

@@ -49,6 +49,8 @@ class Pending:
     lines: tuple[int, ...]  # lines on which a suppression comment counts
     edits: list[tuple[cst.CSTNode, Edit]] = field(default_factory=list)
     imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, name)
+    # imports the fix may leave unused: (module, name, asname), removed when nothing uses them
+    unused: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
 
 class Analyzer(cst.CSTVisitor):
@@ -158,6 +160,21 @@ class Analyzer(cst.CSTVisitor):
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    def line_length(self) -> int:
+        """The longest line a fix may write: --line-length, else the project's setting."""
+        if self.options.line_length is not None:
+            return self.options.line_length
+        from ._layout import line_length  # only files that get a fix read config files
+
+        return line_length(self.path)
+
+    def line(self, number: int) -> str:
+        """Source line ``number`` (1-based), without its newline."""
+        lines = self.facts.get("lines")
+        if lines is None:
+            lines = self.facts["lines"] = self.source.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
 
     # --- reporting ---
     def report(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
-from ._ctx import Edit
+from ._ctx import Analyzer, Edit
 
-__all__ = ["append_kwarg", "remove", "remove_statement", "replace_with", "string_like"]
+__all__ = ["append_element", "append_kwarg", "remove", "remove_statement", "replace_with", "string_like"]
 
 
 def _drop(_: Any) -> cst.RemovalSentinel:
@@ -41,25 +41,164 @@ def string_like(template: cst.SimpleString, text: str) -> cst.SimpleString:
     return cst.SimpleString(f"{prefix}{quote}{text}{quote}")
 
 
-def append_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> list[tuple[cst.CSTNode, Edit]]:
-    """Add ``name=value`` as the last argument of ``call``, keeping its comma layout."""
+def append_kwarg(
+    a: Analyzer, call: cst.Call, name: str, value: cst.BaseExpression
+) -> list[tuple[cst.CSTNode, Edit]]:
+    """Add ``name=value`` as the last argument of ``call``, laid out as a careful human would.
 
-    def edit(updated: cst.Call) -> cst.Call:
-        args = list(updated.args)
-        new = cst.Arg(
-            value=value,
-            keyword=cst.Name(name),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-        )
-        if not args:
-            return updated.with_changes(args=[new])
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):  # trailing comma: keep the layout
-            new = new.with_changes(comma=last.comma)
-            sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-            args[-1] = last.with_changes(comma=sep or cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    A multi-line call gets it on its own line, indented like its siblings, with the closing
+    bracket where it was and a trailing comma where the call uses one (comments stay on
+    their lines).  A one-line call that would outgrow the project's line length is split
+    as black splits it: the arguments on one indented line if they fit, else one per line
+    with a trailing comma."""
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    return [(call, lambda u: _append(a, call, u, new))]
+
+
+def append_element(a: Analyzer, d: cst.Dict, key: str, value: cst.BaseExpression) -> list[tuple[cst.CSTNode, Edit]]:
+    """Add ``"key": value`` as the last entry of the dict literal ``d`` (layout as for calls)."""
+    new = cst.DictElement(cst.SimpleString(f'"{key}"'), value)
+    return [(d, lambda u: _append(a, d, u, new))]
+
+
+_Seq = TypeVar("_Seq", cst.Call, cst.Dict)
+
+
+def _open_ws(node: cst.Call | cst.Dict) -> cst.BaseParenthesizableWhitespace:
+    return node.whitespace_before_args if isinstance(node, cst.Call) else node.lbrace.whitespace_after
+
+
+def _items(node: cst.Call | cst.Dict) -> list[Any]:
+    return list(node.args if isinstance(node, cst.Call) else node.elements)
+
+
+def _close_ws(node: cst.Call | cst.Dict) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace before the closing bracket (after a trailing comma, if any)."""
+    items = _items(node)
+    if isinstance(node, cst.Dict):
+        return node.rbrace.whitespace_before
+    last = items[-1]
+    return last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+
+
+def _with_close(node: _Seq, items: list[Any], ws: cst.BaseParenthesizableWhitespace) -> _Seq:
+    """``node`` holding ``items`` whose closing bracket is preceded by ``ws``."""
+    last = items[-1]
+    if isinstance(node, cst.Dict):
+        return node.with_changes(elements=items, rbrace=node.rbrace.with_changes(whitespace_before=ws))
+    if isinstance(last.comma, cst.Comma):
+        items[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=ws))
+    else:
+        items[-1] = last.with_changes(whitespace_after_arg=ws)
+    return node.with_changes(args=items)
+
+
+def _nl(template: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """A line break to the indentation of ``template``, without its comment or blank lines."""
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[],
+                                       indent=template.indent, last_line=template.last_line)
+
+
+def _append(a: Analyzer, original: _Seq, updated: _Seq, new: Any) -> _Seq:
+    items = _items(updated)
+    sep: cst.ParenthesizedWhitespace | None = None
+    for it in items[:-1]:
+        if isinstance(it.comma, cst.Comma) and isinstance(it.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            sep = it.comma.whitespace_after
+    opener = _open_ws(updated)
+    if sep is None and isinstance(opener, cst.ParenthesizedWhitespace):
+        sep = opener
+    if items and sep is not None:  # multi-line: the new item on its own line
+        close = _close_ws(updated)
+        last = items[-1]
+        trailing = isinstance(last.comma, cst.Comma)
+        if isinstance(close, cst.ParenthesizedWhitespace):
+            # The last item's comment stays on its line; the bracket keeps its indentation.
+            after_last: cst.BaseParenthesizableWhitespace = close.with_changes(
+                empty_lines=[], indent=sep.indent, last_line=sep.last_line)
+            new_close: cst.BaseParenthesizableWhitespace = _nl(close)
+        else:  # closing bracket right after the last item: it follows the new one
+            after_last, new_close = _nl(sep), close
+            if _too_long(a, original, new):  # black would split the whole call afresh
+                flat = [it.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                        for it in items] + [new]
+                return _explode(a, original, _with_items(updated, flat))
+        comma = last.comma if trailing else cst.Comma()
+        items[-1] = last.with_changes(comma=comma.with_changes(whitespace_after=after_last))
+        if isinstance(last, cst.Arg):
+            items[-1] = items[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        items.append(new.with_changes(comma=cst.Comma()) if trailing else new)
+        return _with_close(updated, items, new_close)
+    # one line: ", name=value" before the bracket, split when the line gets too long
+    if items:
+        last = items[-1]
+        trailing = isinstance(last.comma, cst.Comma)
+        if not trailing:
+            items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            if isinstance(last, cst.Arg):
+                items[-1] = items[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        items.append(new.with_changes(comma=last.comma) if trailing else new)
+    else:
+        items = [new]
+    joined = _with_items(updated, items)
+    return _fit(a, original, joined)
+
+
+def _too_long(a: Analyzer, original: _Seq, new: Any) -> bool:
+    """Whether ``new``, put on its own line under the last item of the hanging-indented
+    ``original`` (closing bracket after it), passes the line length; False where splitting
+    afresh could lose a comment or a multi-line item."""
+    items = _items(original)
+    code = a.code(original)
+    if "#" in code or any("\n" in a.code(it.value) for it in items):
+        return False
+    rng = a.pos(original)
+    suffix = a.line(rng.end.line)[rng.end.column:]
+    column = a.pos(items[-1]).start.column
+    return column + len(cst.Module([]).code_for_node(new)) + 1 + len(suffix) > a.line_length()
+
+
+def _with_items(node: _Seq, items: list[Any]) -> _Seq:
+    return node.with_changes(args=items) if isinstance(node, cst.Call) else node.with_changes(elements=items)
+
+
+def _fit(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
+    """``node`` (one line) as black would lay it out where ``original`` stood."""
+    rng = a.pos(original)
+    if rng.start.line != rng.end.line:
+        return node
+    line = a.line(rng.start.line)
+    prefix, suffix = line[: rng.start.column], line[rng.end.column:]
+    code = cst.Module([]).code_for_node(node)
+    if len(prefix) + len(code) + len(suffix) <= a.line_length():
+        return node
+    return _explode(a, original, node)
+
+
+def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
+    """``node``'s items split as black splits a call: on one indented line if they fit,
+    else one per line with a trailing comma; the closing bracket under the line's start."""
+    limit = a.line_length()
+    line = a.line(a.pos(original).start.line)
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    items = _items(node)
+    texts = [cst.Module([]).code_for_node(it.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for it in items]
+    down = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
+                                       last_line=cst.SimpleWhitespace(inner))
+    close = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
+                                        last_line=cst.SimpleWhitespace(indent))
+    one = len(inner) + len(", ".join(texts)) <= limit and not any(
+        isinstance(it.comma, cst.Comma) for it in _items(original)[-1:])
+    out: list[Any] = []
+    for i, it in enumerate(items):
+        it = it.with_changes(whitespace_after_arg=cst.SimpleWhitespace("")) if isinstance(it, cst.Arg) else it
+        if i < len(items) - 1:
+            ws: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ") if one else down
+            out.append(it.with_changes(comma=cst.Comma(whitespace_after=ws)))
         else:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return updated.with_changes(args=[*args, new])
-
-    return [(call, edit)]
+            out.append(it.with_changes(comma=cst.MaybeSentinel.DEFAULT if one else cst.Comma()))
+    if isinstance(node, cst.Call):
+        return _with_close(node.with_changes(whitespace_before_args=down), out, close)
+    return _with_close(node.with_changes(lbrace=node.lbrace.with_changes(whitespace_after=down)), out, close)

@@ -15,11 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
+from .._nesting import too_deep
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
@@ -70,6 +69,9 @@ def _called(names: str) -> Callable[[str], bool]:
     return _re(rf"(?:{names})(?:\s*\(|\s+as\s+\w)")
 
 
+# Anything that picks a GPU (set_device, set_device_index, with torch.cuda.device(i)) and an init.
+_NCX130 = _all(_has("set_device", "cuda.device"), _any(_called(r"set_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
+               _called("init_process_group"))
 _BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
 
 # Cheap text tests: a rule cannot fire on a file where its test is False.  They follow each
@@ -97,21 +99,46 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
                                            r"|NCCL_CTA_POLICY_\w+)\b")),
         _all(_has("_get_backend("), _re(r"\.(?:uid|_is_initialized)\b")),
     ),
-    "NCX112": _all(_has("except"), _any(
-        _all(_has("ValueError"), _re(r"except[^:\n]*ValueError"), _called("init_process_group|new_group")),
-        _all(_has("BAND", "BOR", "BXOR"), _re(r"except[^:\n]*(?:ValueError|RuntimeError)")),
-    )),
+    "NCX112": _any(  # rarest words first ("except" and "ValueError" are in most files)
+        _all(_has("init_process_group", "new_group"), _has("ValueError"), _re(r"except[^:\n]*ValueError"),
+             _called("init_process_group|new_group")),
+        _all(_has("ReduceOp"), _has("BAND", "BOR", "BXOR"), _re(r"except[^:\n]*(?:ValueError|RuntimeError)")),
+    ),
     "NCX113": _has("SeqNum", "milliseconds before timing out", "Heartbeat monitor timed out", "watchdog got stuck",
                    "destroy_process_group() was not called", "NOT been destroyed"),
     "NCX120": _env,
     "NCX121": _has("_dump_nccl_trace", "_dump_fr_trace", "_reset_fr_trace"),
     "NCX122": _env,
     "NCX123": _env,
-    "NCX130": _all(_has("set_device"), _called("set_device"), _called("init_process_group")),
+    "NCX130": _NCX130,
     "NCX131": _all(_has("use_local_synchronization"), _re(r"use_local_synchronization\s*=\s*True")),
     "NCX132": _all(_has("ProcessGroupNCCL"), _called("ProcessGroupNCCL")),
     "NCX133": _all(_has("lazy_init"), _re(r"\.lazy_init\s*=[^=]"), _has("ProcessGroupNCCL")),
+    "NCX134": _NCX130,
 }
+
+
+# Rules whose every trigger spells NCCL or nccl (class names, backend names, env names): one
+# scan for both spellings rules them all out on the many files that never mention NCCL.
+_NEED_NCCL = frozenset({"NCX101", "NCX102", "NCX103", "NCX104", "NCX110", "NCX120", "NCX122", "NCX123",
+                        "NCX132", "NCX133"})
+
+
+def _prechecked(source: str, codes: set[str]) -> set[str]:
+    """The codes in ``codes`` whose precheck passes (each distinct test run once)."""
+    nccl = "NCCL" in source or "nccl" in source
+    done: dict[int, bool] = {}
+    out: set[str] = set()
+    for c in codes:
+        if not nccl and c in _NEED_NCCL:
+            continue
+        test = PRECHECKS[c]
+        hit = done.get(id(test))
+        if hit is None:
+            hit = done[id(test)] = test(source)
+        if hit:
+            out.add(c)
+    return out
 
 
 def python_codes() -> list[str]:
@@ -197,9 +224,12 @@ def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, 
 def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileResult:
     active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
-        active = {c for c in active if PRECHECKS[c](source)}
+        active = _prechecked(source, active)
     if not active:
         return FileResult(path=path)
+    deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)
+    if deep is not None:
+        return FileResult(path=path, error=deep)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -280,12 +310,18 @@ class _Apply(cst.CSTTransformer):
                 lbrace=cst.LeftCurlyBrace(whitespace_after=_closed(updated_node.lbrace.whitespace_after)),
                 rbrace=cst.RightCurlyBrace(whitespace_before=cst.SimpleWhitespace("")),
             )
-        return updated_node.with_changes(elements=_last_comma(original_node.elements, updated_node.elements))
+        elements, took_close = _last_comma(original_node.elements, updated_node.elements,
+                                           updated_node.rbrace.whitespace_before)
+        if took_close:
+            # the new last entry's comma now ends its line (with its comment): the bracket's old
+            # whitespace, holding the removed entry's comment, goes with that entry
+            return updated_node.with_changes(elements=elements, rbrace=cst.RightCurlyBrace(cst.SimpleWhitespace("")))
+        return updated_node.with_changes(elements=elements)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         if original_node.args and not updated_node.args:
             return updated_node.with_changes(whitespace_before_args=_closed(updated_node.whitespace_before_args))
-        return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args))
+        return updated_node.with_changes(args=_last_comma(original_node.args, updated_node.args)[0])
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr | cst.RemovalSentinel:
         # m.update({K: v}) / m.update(K=v) whose every item was removed: drop the no-op call.
@@ -321,14 +357,37 @@ class _Apply(cst.CSTTransformer):
 _Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
 
 
-def _last_comma(old: Sequence[_Item], new: Sequence[_Item]) -> Sequence[_Item]:
+def _last_comma(
+    old: Sequence[_Item], new: Sequence[_Item], close: cst.BaseParenthesizableWhitespace | None = None
+) -> tuple[Sequence[_Item], bool]:
     """After items were removed, the last one left takes the comma (and so the layout up to
-    the closing bracket) of the old last one: no dangling ``, `` is left behind."""
+    the closing bracket) of the old last one: no dangling ``, `` is left behind.
+
+    On a multi-line literal the last one left keeps its own comma and comment (comments stay
+    on their lines; the removed entry's comment goes with it) and takes only the old closing
+    layout.  ``close`` is the whitespace before a dict's closing brace; the flag says that
+    the result took it over (the brace then needs none)."""
     if not new or len(new) >= len(old):
-        return new
+        return new, False
     items = list(new)
-    items[-1] = items[-1].with_changes(comma=old[-1].comma)
-    return items
+    mine, theirs = items[-1].comma, old[-1].comma
+    if isinstance(mine, cst.Comma) and isinstance(mine.whitespace_after, cst.ParenthesizedWhitespace):
+        took_close = isinstance(close, cst.ParenthesizedWhitespace)
+        if took_close:
+            closing: cst.BaseParenthesizableWhitespace | None = close
+        elif isinstance(theirs, cst.Comma):
+            closing = theirs.whitespace_after
+        else:
+            closing = old[-1].whitespace_after_arg if isinstance(old[-1], cst.Arg) else None
+        if isinstance(closing, cst.ParenthesizedWhitespace):
+            ws = mine.whitespace_after.with_changes(
+                empty_lines=closing.empty_lines, indent=closing.indent, last_line=closing.last_line)
+            items[-1] = items[-1].with_changes(comma=mine.with_changes(whitespace_after=ws))
+            if isinstance(items[-1], cst.Arg):
+                items[-1] = items[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+            return items, took_close
+    items[-1] = items[-1].with_changes(comma=theirs)
+    return items, False
 
 
 def _closed(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
@@ -349,11 +408,21 @@ def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
 def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
     imports: list[tuple[str, str | None]] = []
+    unused: list[tuple[str, str | None, str | None]] = []
     for p in wanted:
         for node, edit in p.edits:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
+        unused.extend(p.unused)
     new = module.visit(_Apply(edits))
+    if imports or unused:  # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+    if unused:  # only imports a fix stopped using, and only when nothing else uses them
+        ctx = CodemodContext()
+        for mod, obj, asname in dict.fromkeys(unused):
+            RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, asname)
+        new = RemoveImportsVisitor(ctx).transform_module(new)
     if imports:
         ctx = CodemodContext()
         for mod, obj in dict.fromkeys(imports):

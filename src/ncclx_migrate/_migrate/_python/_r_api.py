@@ -16,33 +16,136 @@ _NCCL_CLASSES = ("ProcessGroupNCCL", "ProcessGroupNCCL2", "ProcessGroupNCCLLazy"
 _NCCL_SET = '("nccl", "nccl2", "nccl-legacy", "nccl-lazy")'
 
 
-def _dist_ref(a: Analyzer) -> tuple[str, list[tuple[str, str | None]]]:
-    """How to spell torch.distributed in new code, plus the import it needs."""
-    cached = a.facts.get("dist_ref")
-    if cached is None:
-        for stmt in a.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Import):
-                        for alias in small.names:
-                            if a.code(alias.name) == "torch.distributed" and alias.asname is not None:
-                                n = alias.asname.name
-                                if isinstance(n, cst.Name):
-                                    cached = (n.value, [])
-        if cached is None:
-            cached = ("torch.distributed", [("torch.distributed", None)])
-        a.facts["dist_ref"] = cached
-    assert isinstance(cached, tuple)
-    return cached
+def _dist_ref(a: Analyzer) -> tuple[str, list[tuple[str, str | None]]] | None:
+    """How to spell torch.distributed in new code, plus the import it needs (None: the
+    module does not import torch unconditionally, so a fix may not add that import)."""
+    md = _module_dist(a)
+    return None if md is None else (md[0], md[1])
+
+
+_CLASSES_CONST = "_NCCL_PG_CLASSES"
+
+
+def _dist_alias(a: Analyzer, stmt: cst.SimpleStatementLine) -> tuple[str | None, bool]:
+    """(the name ``stmt`` binds to torch.distributed, whether it imports torch at all)."""
+    name, torch_seen = None, False
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                full = a.code(alias.name)
+                torch_seen = torch_seen or full == "torch" or full.startswith("torch.")
+                if full == "torch.distributed" and alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    name = alias.asname.name.value
+        elif isinstance(small, cst.ImportFrom) and small.module is not None:
+            mod = a.code(small.module)
+            torch_seen = torch_seen or mod == "torch" or mod.startswith("torch.")
+            if mod == "torch" and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                for alias in small.names:
+                    if a.code(alias.name) == "distributed":
+                        asn = alias.asname.name if alias.asname is not None else alias.name
+                        name = asn.value if isinstance(asn, cst.Name) else name
+    return name, torch_seen
+
+
+def _binds(a: Analyzer, body: cst.BaseSuite, name: str) -> bool:
+    """Whether a handler body binds ``name`` (``dist = None`` or an import as ``name``)."""
+    text = a.code(body)
+    return re.search(rf"^\s*{re.escape(name)}\s*=|\bas\s+{re.escape(name)}\b|^\s*import\s+{re.escape(name)}\b",
+                     text, re.M) is not None
+
+
+def _module_dist(a: Analyzer) -> tuple[str, list[tuple[str, str | None]], cst.CSTNode] | None:
+    """How module-level code may spell torch.distributed: (spelling, imports to add, the
+    top-level statement after which it is bound).  Reuses the name the module binds (also
+    in ``try: import ... except ImportError: dist = None``); adds ``import torch.distributed``
+    only to a module that imports torch unconditionally at top level; None otherwise (a
+    module that imports torch optionally must keep importing without it)."""
+    if "module_dist" in a.facts:
+        cached: tuple[str, list[tuple[str, str | None]], cst.CSTNode] | None = a.facts["module_dist"]
+        return cached
+    alias: tuple[str, cst.CSTNode] | None = None
+    torch_at: cst.CSTNode | None = None
+    last_import: cst.CSTNode | None = None
+    leading = True
+    for i, stmt in enumerate(a.module.body):
+        is_import = False
+        if isinstance(stmt, cst.SimpleStatementLine):
+            is_import = all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body)
+            name, torch_seen = _dist_alias(a, stmt)
+            if name and alias is None:
+                alias = (name, stmt)
+            if torch_seen and torch_at is None:
+                torch_at = stmt
+            if i == 0 and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+                is_import = True  # the docstring
+        elif isinstance(stmt, cst.Try):
+            inner = [x for x in stmt.body.body if isinstance(x, cst.SimpleStatementLine)]
+            is_import = len(inner) == len(stmt.body.body)
+            for x in inner:
+                name, _ = _dist_alias(a, x)
+                if name and alias is None and stmt.handlers and all(_binds(a, h.body, name) for h in stmt.handlers):
+                    alias = (name, stmt)
+        elif isinstance(stmt, cst.If) and "TYPE_CHECKING" in a.code(stmt.test):
+            is_import = True
+        if leading and is_import:
+            last_import = stmt
+        elif not is_import:
+            leading = False
+    result: tuple[str, list[tuple[str, str | None]], cst.CSTNode] | None = None
+    body = list(a.module.body)
+    def later(x: cst.CSTNode, y: cst.CSTNode | None) -> cst.CSTNode:
+        return x if y is None or body.index(x) >= body.index(y) else y  # type: ignore[arg-type]
+    if alias is not None:
+        result = (alias[0], [], later(alias[1], last_import))
+    elif torch_at is not None:
+        result = ("torch.distributed", [("torch.distributed", None)], later(torch_at, last_import))
+    a.facts["module_dist"] = result
+    return result
+
+
+def _classes_ref(a: Analyzer) -> tuple[str, list[tuple[cst.CSTNode, Edit]], list[tuple[str, str | None]]] | None:
+    """The module-level tuple of every NCCL process-group class this torch has, defined
+    once after the import block: (its name, the edit that defines it, imports it needs)."""
+    if re.search(rf"^{_CLASSES_CONST}\s*=", a.source, re.M):
+        return _CLASSES_CONST, [], []
+    md = _module_dist(a)
+    if md is None:
+        return None
+    dist, imports, anchor = md
+    names = ", ".join(f'"{c}"' for c in _NCCL_CLASSES)
+    define = cst.parse_statement(
+        f"{_CLASSES_CONST} = tuple(\n"
+        f"    getattr({dist}, _n)\n"
+        f"    for _n in ({names})\n"
+        f"    if hasattr({dist}, _n)\n"
+        ")\n"
+    )
+    define = define.with_changes(leading_lines=[
+        cst.EmptyLine(),
+        cst.EmptyLine(comment=cst.Comment(
+            "# The NCCL process-group classes this torch has (nccl2's is not a ProcessGroupNCCL).")),
+    ])
+
+    def edit(u: cst.BaseStatement) -> cst.FlattenSentinel[cst.BaseStatement]:
+        return cst.FlattenSentinel([u, define])
+
+    return _CLASSES_CONST, [(anchor, edit)], imports
+
+
+def _unused_candidates(a: Analyzer, exprs: list[cst.BaseExpression]) -> list[tuple[str, str | None, str | None]]:
+    """Module-level ``from M import N [as X]`` imports that ``exprs`` (about to be replaced) use."""
+    out: list[tuple[str, str | None, str | None]] = []
+    for e in exprs:
+        if isinstance(e, cst.Name) and e.value in a.scopes.module_scope.imports:
+            q = a.scopes.module_scope.imports[e.value]
+            mod, _, obj = q.rpartition(".")
+            if mod and not mod.startswith("."):
+                out.append((mod, obj, e.value if e.value != obj else None))
+    return out
 
 
 def _is_nccl_class(a: Analyzer, node: cst.BaseExpression) -> bool:
     return a.dist(node) == "ProcessGroupNCCL"
-
-
-def _all_nccl_classes(dist: str) -> str:
-    names = ", ".join(f'"{c}"' for c in _NCCL_CLASSES)
-    return f"tuple(getattr({dist}, _n) for _n in ({names}) if hasattr({dist}, _n))"
 
 
 # --- NCX110 ---
@@ -69,25 +172,44 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
     if _is_nccl_class(a, cls):
         if a.options.use_shim and node.func.value == "isinstance":
             new: cst.BaseExpression = cst.parse_expression(f"is_nccl({a.code(node.args[0].value)})")
-            a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()",
-                     FixKind.SAFE, replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")],
-                     detail=msg + "; use ncclx_migrate.backend.is_nccl.")
+            p = a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()",
+                         FixKind.SAFE, replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")],
+                         detail=msg + "; use ncclx_migrate.backend.is_nccl.")
+            p.unused.extend(_unused_candidates(a, [cls]))
             return
-        dist, imports = _dist_ref(a)
-        repl = cst.parse_expression(_all_nccl_classes(dist))
-        a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class",
-                 FixKind.SAFE, replace_with(cls, repl), imports, detail=msg + "; test against every NCCL class that exists.")
+        ref = _classes_ref(a)
+        if ref is None:
+            a.report(node, "NCX110", _ISINSTANCE_SHORT, detail=msg + f". {_NO_MODULE_TORCH}")
+            return
+        const, edits, imports = ref
+        p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, [*replace_with(cls, cst.Name(const)), *edits],
+                     imports, detail=msg + "; test against every NCCL class that exists.")
+        p.unused.extend(_unused_candidates(a, [cls]))
     else:
         assert isinstance(cls, cst.Tuple)
-        dist, imports = _dist_ref(a)
-        star = cst.parse_expression(f"(*{_all_nccl_classes(dist)},)")
+        ref = _classes_ref(a)
+        if ref is None:
+            a.report(node, "NCX110", _ISINSTANCE_SHORT, detail=msg + f". {_NO_MODULE_TORCH}")
+            return
+        const, edits, imports = ref
+        star = cst.parse_expression(f"(*{const},)")
         assert isinstance(star, cst.Tuple)
-        edits: list[tuple[cst.CSTNode, Edit]] = []
+        replaced = [e.value for e in cls.elements if _is_nccl_class(a, e.value)]
         for e in cls.elements:
             if _is_nccl_class(a, e.value):
-                edits.append((e, _starred(star.elements[0])))
-        a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class",
-                 FixKind.SAFE, edits, imports, detail=msg + "; test against every NCCL class that exists.")
+                edits = [*edits, (e, _starred(star.elements[0]))]
+        p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, edits, imports,
+                     detail=msg + "; test against every NCCL class that exists.")
+        p.unused.extend(_unused_candidates(a, replaced))
+
+
+_ISINSTANCE_SHORT = "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class"
+_NO_MODULE_TORCH = ("Not rewritten: this module imports torch only optionally (or not at top level), and a fix "
+                    "must not make it need torch; test against every NCCL class that exists, e.g. "
+                    f"tuple(getattr(dist, n) for n in {_NCCL_SET.replace('nccl', 'ProcessGroupNCCL')} ...), "
+                    "or use ncclx_migrate.backend.is_nccl (--use-shim)")
+_NO_MODULE_TORCH_111 = ("Not rewritten: this module imports torch only optionally (or not at top level), and a fix "
+                        "must not make it need torch")
 
 
 # Members whose use makes an isinstance mean "is it legacy?".  The NCCL version getters are
@@ -154,10 +276,17 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
                      detail=msg + f". Not rewritten: the code around it relies on the legacy class ({legacy_use}).")
             return
         prefix = "not " if isinstance(op, (cst.IsNot, cst.NotEqual)) else ""
-        dist, imports = _dist_ref(a)
-        new = cst.parse_expression(f"{prefix}isinstance({a.code(left.args[0].value)}, {_all_nccl_classes(dist)})")
-        a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: test every NCCL class",
-                 FixKind.SAFE, replace_with(node, new), imports, detail=msg + "; test against every NCCL class that exists.")
+        ref = _classes_ref(a)
+        if ref is None:
+            a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: test every NCCL class",
+                     detail=msg + f". {_NO_MODULE_TORCH}")
+            return
+        const, edits, imports = ref
+        new = cst.parse_expression(f"{prefix}isinstance({a.code(left.args[0].value)}, {const})")
+        p = a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: test every NCCL class",
+                     FixKind.SAFE, [*replace_with(node, new), *edits], imports,
+                     detail=msg + "; test against every NCCL class that exists.")
+        p.unused.extend(_unused_candidates(a, [right]))
         return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
         left, right = right, left
@@ -277,10 +406,12 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
             helper = "runtime_nccl_version" if "runtime" in name else "build_nccl_version"
             a.report(node, "NCX111", short, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{helper}()")),
                      [("ncclx_migrate.backend", helper)], detail=msg)
-        else:
-            dist, dimports = _dist_ref(a)
+        elif (ref := _dist_ref(a)) is not None:
+            dist, dimports = ref
             a.report(node, "NCX111", short, FixKind.SAFE,
                      replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports, detail=msg)
+        else:
+            a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
         return
     if name == "_group_start" and a.options.use_shim and _coalescing(a, node, recv, msg):
         return
@@ -294,7 +425,11 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
             new = cst.parse_expression(f"set_timeout({td}, group={group})")
             imports: list[tuple[str, str | None]] = [("ncclx_migrate.backend", "set_timeout")]
         else:
-            dist, imports = _dist_ref(a)
+            ref = _dist_ref(a)
+            if ref is None:
+                a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
+                return
+            dist, imports = ref
             new = cst.parse_expression(f"{dist}.set_timeout({td}, {group})")
         a.report(node, "NCX111", short, FixKind.UNSAFE, replace_with(call, new), imports,
                  detail=msg + " (set_timeout also applies to the group's other backends)")
@@ -370,12 +505,31 @@ class _TryBody(cst.CSTVisitor):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.a.dist(node.func) in _INIT:
+        if self.a.dist(node.func) in _INIT and _may_be_nccl(node):
             self.init = True
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self.a.dist(node) in _BITWISE:
             self.bitwise = True
+
+
+def _may_be_nccl(call: cst.Call) -> bool:
+    """The group may be NCCL: no backend (CUDA picks "nccl"), a computed one, or a name
+    with "nccl" in it; an explicit "gloo" cannot hit the no-GPU failure nccl2 changes."""
+    arg = next((x for x in call.args if x.keyword is not None and x.keyword.value == "backend"), None)
+    if arg is None and call.args and call.args[0].keyword is None and call.args[0].star == "":
+        arg = call.args[0]
+    if arg is None or not isinstance(arg.value, cst.SimpleString):
+        return True
+    value = arg.value.evaluated_value
+    return not isinstance(value, str) or "nccl" in value
+
+
+# A handler for the no-GPU failure falls back or says why; one that mentions none of these
+# is about something else (a bad tcp:// address, a timeout) and is left alone.
+# A handler that only swallows the error (`pass`) may well be the no-GPU one: still reported.
+_GPU_WORDS = re.compile(r"gloo|cpu|gpu|cuda|nccl|device|backend", re.IGNORECASE)
+_SILENT = re.compile(r"\bpass\b|\.\.\.|\bcontinue\b|#[^\n]*|\s|:")
 
 
 def _caught(h: cst.ExceptHandler) -> list[str] | None:
@@ -400,6 +554,9 @@ def _try(a: Analyzer, node: cst.Try) -> None:
         if has_v == has_r or (has_r and not body.bitwise):
             continue  # a RuntimeError-only handler around init is usually about something else
         assert h.type is not None
+        handler = a.code(h.body)
+        if body.init and not body.bitwise and not _GPU_WORDS.search(handler) and _SILENT.sub("", handler):
+            continue
         if body.init:
             why = ("init_process_group raises ValueError without a GPU under legacy but RuntimeError "
                    '("nccl2 requires at least one CUDA device") under nccl2 (torch 2.15)')

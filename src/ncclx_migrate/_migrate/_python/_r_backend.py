@@ -13,7 +13,7 @@ import libcst as cst
 
 from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
-from ._edits import append_kwarg, string_like
+from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
 from ._scope import Scope
@@ -47,6 +47,9 @@ class _SetDevice:
     order: int
     suites: tuple[int, ...]
     torch_name: str | None  # how the file spells the torch module at this call
+    how: str = "torch.cuda.set_device"  # the API that picks the GPU
+    device: cst.BaseExpression | None = None  # the device argument
+    names: Scope | None = None  # where ``device`` is resolved
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
@@ -64,29 +67,70 @@ def _backend_arg(call: cst.Call, member: str) -> cst.BaseExpression | None:
     return plain[pos].value if len(plain) > pos else None
 
 
-@on(cst.Module, "NCX103", "NCX104", "NCX130", "NCX131")
+@on(cst.Module, "NCX103", "NCX104", "NCX130", "NCX131", "NCX134")
 def _start(a: Analyzer, node: cst.Module) -> None:
     a.finishers.append(lambda: _finish(a))
 
 
-@on(cst.Call, "NCX103", "NCX104", "NCX130", "NCX131", "NCX132")
+# Every API that picks the current GPU (the device module helpers: flagged, never fixed).
+_PICKERS = {
+    "torch.cuda.set_device": "torch.cuda.set_device",
+    "torch.accelerator.set_device_index": "torch.accelerator.set_device_index",
+    "torch.accelerator.set_device_idx": "torch.accelerator.set_device_index",
+    "torch.cuda.device": "torch.cuda.device(...)",
+}
+
+
+def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
+    """``torch.get_device_module()`` / ``get_device_module(...)`` / a name assigned from it."""
+    if isinstance(recv, cst.Name):
+        value = a.scopes.single_value(recv.value, a.scope())
+        return value is not None and value is not recv and _device_module(a, value)
+    return (isinstance(recv, cst.Call) and isinstance(recv.func, (cst.Name, cst.Attribute))
+            and (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_")
+            in ("get_device_module", "device_module"))
+
+
+_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device"}
+
+
+def _picker(a: Analyzer, node: cst.Call) -> None:
+    """Record a call that picks the current GPU (see _PICKERS), if it is one."""
+    func = node.func
+    if (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
+            else None) not in _PICKER_NAMES:
+        return  # most calls: no name resolution
+    qn = a.qnames(node.func)
+    how = next((_PICKERS[q] for q in qn if q in _PICKERS), None)
+    suites = a.suites()
+    if how == "torch.cuda.device(...)":
+        item, stmt = a.parent(), a.parent(2)
+        if not (isinstance(item, cst.WithItem) and isinstance(stmt, cst.With) and item.item is node):
+            return
+        suites = (*suites, id(stmt.body))  # it picks the GPU for the with body only
+    elif how is None:
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("set_device", "set_device_index")
+                and _device_module(a, node.func.value)):
+            return
+        how = f"{a.code(node.func.value)}.{node.func.attr.value}"
+    torch_name = None
+    head: cst.BaseExpression = node.func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if isinstance(head, cst.Name) and a.qnames(head) == {"torch"}:
+        torch_name = head.value
+    device = next((arg.value for arg in node.args if arg.keyword is None and not arg.star), None)
+    device = device or next((arg.value for arg in node.args if arg.keyword is not None
+                             and arg.keyword.value in ("device", "device_index", "idx")), None)
+    _facts(a)["set_device"].append(
+        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, a.scope()))
+
+
+@on(cst.Call, "NCX103", "NCX104", "NCX130", "NCX131", "NCX132", "NCX134")
 def _call(a: Analyzer, node: cst.Call) -> None:
     m = a.dist(node.func)
     if m is None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "set_device":
-            qn = a.qnames(node.func)
-            if "torch.cuda.set_device" in qn:
-                head: cst.BaseExpression = node.func
-                while isinstance(head, cst.Attribute):
-                    head = head.value
-                torch_name = head.value if isinstance(head, cst.Name) and a.qnames(head) == {"torch"} else None
-                _facts(a)["set_device"].append(
-                    _SetDevice(node, a.enclosing_function(), a.order, a.suites(), torch_name)
-                )
-        elif isinstance(node.func, cst.Name) and "torch.cuda.set_device" in a.qnames(node.func):
-            _facts(a)["set_device"].append(
-                _SetDevice(node, a.enclosing_function(), a.order, a.suites(), None)
-            )
+        _picker(a, node)
         return
     if m in ("ProcessGroupNCCL", "ProcessGroupNCCL2") and m == "ProcessGroupNCCL":
         a.report(node, "NCX132", "ProcessGroupNCCL(...) stays legacy on every torch: use init_process_group or new_group",
@@ -208,48 +252,189 @@ def _is_nccl_backend(a: Analyzer, use: _BackendUse) -> bool | None:
     return any(n in ("nccl", "nccl2", "nccl-lazy") and d in (None, "cuda") for d, n in parts)
 
 
+_ENV_READERS = ("os.environ.get", "os.getenv", "os.environ.__getitem__", "os.environ.setdefault")
+
+
+def _env_name(a: Analyzer, expr: cst.BaseExpression) -> str | None:
+    """``"X"`` for ``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")``."""
+    key: cst.BaseExpression | None = None
+    if isinstance(expr, cst.Subscript) and a.qnames(expr.value) == {"os.environ"} and len(expr.slice) == 1:
+        sl = expr.slice[0].slice
+        key = sl.value if isinstance(sl, cst.Index) else None
+    elif isinstance(expr, cst.Call) and expr.args and (a.qnames(expr.func) & set(_ENV_READERS)):
+        key = expr.args[0].value
+    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+        return key.evaluated_value
+    return None
+
+
+def _device_origin(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> tuple[bool | None, str]:
+    """Where a GPU index comes from: (True: LOCAL_RANK [% device_count], the GPU nccl2 binds
+    under torchrun; False: computed otherwise, so it can differ; None: not visible here),
+    and a few words saying what it is."""
+    code = a.code(expr).strip()
+    if depth > 6:
+        return None, f"`{code}`"
+    env = _env_name(a, expr)
+    if env is not None:
+        return (True, "the LOCAL_RANK variable") if env == "LOCAL_RANK" else (False, f"the {env} variable")
+    if isinstance(expr, cst.Integer):
+        return False, f"the fixed index {code}"
+    if isinstance(expr, cst.SimpleString):
+        return False, f"the fixed device {code}"
+    if isinstance(expr, cst.Call):
+        fname = a.code(expr.func).rpartition(".")[2]
+        plain = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        if fname in ("int", "device") and plain:
+            return _device_origin(a, plain[-1], scope, depth + 1)
+        if "local_rank" in fname.lower():
+            return True, f"`{code}` (the local rank)"
+        if fname in ("get_rank", "get_global_rank"):
+            return False, f"`{code}` (the global rank)"
+        return None, f"`{code}`"
+    if isinstance(expr, cst.FormattedString):
+        parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
+        return _device_origin(a, parts[-1], scope, depth + 1) if len(parts) == 1 else (None, f"`{code}`")
+    if isinstance(expr, cst.BinaryOperation):
+        left, _ = _device_origin(a, expr.left, scope, depth + 1)
+        if isinstance(expr.operator, cst.Modulo) and left is True and "device_count" in a.code(expr.right):
+            return True, f"`{code}` (LOCAL_RANK % device_count)"
+        return False, f"`{code}` (a computed index)"
+    if isinstance(expr, cst.Subscript):
+        return False, f"`{code}` (a remapped index)"
+    if isinstance(expr, cst.Name):
+        value = a.scopes.single_value(expr.value, scope) if scope is not None else None
+        if value is not None:
+            origin, what = _device_origin(a, value, scope, depth + 1)
+            return origin, what if what.startswith("the ") else f"`{code}` = {what}"
+        if "local_rank" in expr.value.lower():
+            return True, f"`{code}` (by its name, the local rank)"
+        return None, f"`{code}`"
+    if isinstance(expr, cst.Attribute):
+        if "local_rank" in expr.attr.value.lower():
+            return True, f"`{code}` (by its name, the local rank)"
+        if expr.attr.value in ("rank", "global_rank"):
+            return False, f"`{code}` (the global rank)"
+        return False, f"`{code}` (a configuration value)"
+    return None, f"`{code}`"
+
+
+def _kwargs_dict(
+    a: Analyzer, init: _Init, star: cst.BaseExpression
+) -> tuple[cst.Dict | cst.Call | None, bool] | None:
+    """The dict literal or ``dict(...)`` call that ``**star`` unpacks, built once in the same
+    scope (None: built in this scope, but in more than one way), and whether its backend is
+    known (absent, or a plain entry of that literal).  None when the dict comes from elsewhere."""
+    if not isinstance(star, cst.Name):
+        return None
+    value = a.scopes.single_value(star.value, init.use.scope)
+    body = a.source_of(init.scope) if init.scope is not None else a.source
+    name = re.escape(star.value)
+    if value is None and init.scope is not None and re.search(rf"^\s*{name}\s*=\s*(?:\{{|dict\()", body, re.M):
+        return None, False  # e.g. kw = {...} in one branch, kw = {...} in another
+    if isinstance(value, cst.Dict) or (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                                       and value.func.value == "dict" and a.qnames(value.func) == {"builtins.dict"}):
+        # kw["backend"] = ..., kw.update(backend=...) / kw.update({...}): the backend is not this literal's
+        later = re.search(rf"\b{name}\s*(?:\[\s*['\"]backend['\"]\s*\]\s*=|\.update\(|\.setdefault\(\s*['\"]backend)",
+                          body)
+        return value, later is None
+    return None
+
+
+def _backend_in(a: Analyzer, container: cst.Dict | cst.Call) -> cst.BaseExpression | None:
+    if isinstance(container, cst.Dict):
+        for el in container.elements:
+            if (isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value == "backend"):
+                return el.value
+        return None
+    return next((arg.value for arg in container.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
+
+
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
     if not f["set_device"]:
         return
     for init in f["inits"]:
         assert isinstance(init, _Init)
         call = init.call
-        if any(arg.star == "**" for arg in call.args) or any(
-            arg.keyword is not None and arg.keyword.value == "device_id" for arg in call.args
-        ):
+        if any(arg.keyword is not None and arg.keyword.value == "device_id" for arg in call.args):
             continue
-        nccl = _is_nccl_backend(a, init.use)
+        star = next((arg.value for arg in call.args if arg.star == "**"), None)
+        container: cst.Dict | cst.Call | None = None
+        nccl: bool | None
+        if star is not None:
+            body = a.source_of(init.scope) if init.scope is not None else a.source
+            found = _kwargs_dict(a, init, star)
+            if found is None or "device_id" in body:
+                continue  # kwargs from elsewhere, or device_id handled somewhere in this scope
+            container, backend_known = found
+            bexpr = _backend_in(a, container) if container is not None else None
+            if not backend_known:
+                nccl = None
+            elif bexpr is None and init.use.expr is None:
+                nccl = True
+            else:
+                nccl = _is_nccl_backend(a, _BackendUse(call, init.use.member, bexpr or init.use.expr, init.use.scope))
+        else:
+            nccl = _is_nccl_backend(a, init.use)
         if nccl is False:
             continue
-        same = [s for s in f["set_device"] if isinstance(s, _SetDevice) and s.scope is init.scope]
+        pickers = [s for s in f["set_device"] if isinstance(s, _SetDevice)]
+        same = [s for s in pickers if s.scope is init.scope]
         before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
+        sd = (dominating or before or same or pickers)[-1 if (dominating or before) else 0]
+        origin, what = _device_origin(a, sd.device, sd.names) if sd.device is not None else (None, "its argument")
+        code = "NCX130" if origin is True else "NCX134"
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
-                "cuda:(LOCAL_RANK % device_count) and ignores torch.cuda.set_device")
-        if dominating and nccl:
-            sd = dominating[-1]
+                f"cuda:(LOCAL_RANK % device_count) and ignores the GPU picked with {sd.how}")
+        if origin is True:
+            why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
+                   "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
+        elif origin is False:
+            why = (f"the device comes from {what}, which can differ from LOCAL_RANK % device_count: the group "
+                   "then runs on another GPU than this process (a break, not hardening)")
+        else:
+            why = (f"where {what} comes from is not visible here: unless it is LOCAL_RANK % device_count the "
+                   "group runs on another GPU than this process")
+        line = a.pos(sd.call).start.line
+        helper = sd.how not in _PICKERS.values()
+        tag = {True: "(hardening)", False: "(a break)", None: "(maybe a break)"}[origin]
+        # The message names where the device comes from when that fits in a short line.
+        head = f"nccl2 init ignores the GPU from {what.removeprefix('the ').removesuffix(' variable')} (line {line})"
+        if len(head) > 66:
+            head = f"nccl2 init ignores the GPU picked on line {line}"
+        if dominating and nccl and not helper and not (star is not None and container is None):
             torch_name = sd.torch_name or "torch"
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
             imports: list[tuple[str, str | None]] = [] if sd.torch_name else [("torch", None)]
-            a.report(call, "NCX130",
-                     f"init_process_group ignores set_device (line {a.pos(sd.call).start.line}) under nccl2: pass device_id=",
-                     FixKind.UNSAFE, append_kwarg(call, "device_id", value), imports,
-                     detail=f"{base}; pass device_id= the device chosen by set_device on line {a.pos(sd.call).start.line}. "
-                     "(On legacy this also makes init eager.)")
+            if container is not None and a.pos(container).start.line > line:
+                target = (append_element(a, container, "device_id", value) if isinstance(container, cst.Dict)
+                          else append_kwarg(a, container, "device_id", value))
+                where = f"; {why}. Adds device_id to the {a.code(star or call).strip()} dict, the device chosen on line {line}"
+            else:
+                target = append_kwarg(a, call, "device_id", value)
+                where = f"; {why}. Pass device_id= the device chosen on line {line}"
+            a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
+                     detail=f"{base}{where} (on legacy this also makes init eager).")
+        elif dominating and helper:
+            dev = a.code(sd.device) if sd.device is not None else "the index"
+            a.report(call, code, f"{head}: pass device_id=torch.device(<type>, {dev if len(dev) <= 16 else '...'}) {tag}",
+                     detail=f"{base}; {why}. Pass device_id=torch.device(<this device type>, {dev}) "
+                     f"(the device picked on line {line}).")
         elif dominating:
-            a.report(call, "NCX130", f"init_process_group ignores set_device (line {a.pos(dominating[-1].call).start.line}) "
-                     "under nccl2: if NCCL, pass device_id=",
-                     detail=f"{base}; if this backend is NCCL, pass device_id= the device "
-                     f"chosen by set_device on line {a.pos(dominating[-1].call).start.line}.")
+            a.report(call, code, f"{head}: if NCCL, pass device_id= {tag}",
+                     detail=f"{base}; {why}. If this backend is NCCL, pass device_id= the device "
+                     f"chosen on line {line}.")
         elif before:
-            a.report(call, "NCX130", "init_process_group ignores set_device under nccl2 (it may not run first): pass device_id=",
-                     detail=f"{base}; set_device on line {a.pos(before[-1].call).start.line} does not always run "
+            a.report(call, code, f"nccl2 init ignores the GPU picked on line {line} (not always first): pass device_id= {tag}",
+                     detail=f"{base}; {why}. The GPU pick on line {line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
         elif same:
-            a.report(call, "NCX130", "init_process_group ignores set_device under nccl2 (called after it): pass device_id=",
-                     detail=f"{base}; set_device is called only after init (line "
-                     f"{a.pos(same[0].call).start.line}), so pass device_id= the intended device to init_process_group.")
+            a.report(call, code, f"init_process_group runs before the GPU pick on line {line}: pass device_id= {tag}",
+                     detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
+                     "device_id= the intended device to init_process_group.")
         else:
-            a.report(call, "NCX130", "init_process_group ignores torch.cuda.set_device under nccl2: pass device_id=",
-                     detail=f"{base}; this file picks its GPU with torch.cuda.set_device "
-                     "elsewhere, so pass device_id= the intended device to init_process_group.")
+            a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
+                     detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
+                     "device_id= the intended device to init_process_group.")

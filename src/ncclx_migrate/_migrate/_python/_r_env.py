@@ -11,6 +11,7 @@ Removing a variable is never a safe fix: code may read it back as its own settin
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -44,7 +45,8 @@ class _Site:
     text_value: str | None  # the value when it is known text
     removal: list[tuple[cst.CSTNode, Edit]] = field(default_factory=list)
     add: list[tuple[cst.CSTNode, Edit]] | None = None  # builder result filled lazily
-    add_builder: object = None
+    add_builder: object = None  # sets the new name outright: overrides an inherited one (unsafe)
+    keep_builder: object = None  # NEW takes OLD's value only where not inherited (safe)
     scope: cst.CSTNode | None = None
     order: int = 0
     where: Scope | None = None
@@ -70,11 +72,35 @@ def _is_environ(a: Analyzer, node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.Attribute)) and "os.environ" in a.qnames(node)
 
 
+def _keep_after(line: cst.CSTNode | None, mapping: cst.BaseExpression, key: cst.SimpleString,
+                ) -> object:
+    """A builder adding ``mapping.setdefault(NEW, mapping[OLD])`` on the line after ``line``.
+
+    torch reads NEW, then OLD: NEW keeps an inherited value and otherwise takes OLD's,
+    so what torch reads (here and in children given ``mapping``) does not change."""
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    if not isinstance(mapping, (cst.Name, cst.Attribute)):
+        return None  # evaluated twice: only plain names
+
+    def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
+        old = cst.Subscript(value=mapping, slice=[cst.SubscriptElement(cst.Index(key))])
+        call = cst.Call(func=cst.Attribute(value=mapping, attr=cst.Name("setdefault")),
+                        args=[cst.Arg(string_like(key, new_name)), cst.Arg(old)])
+        new_line = line.with_changes(body=[cst.Expr(call)], leading_lines=[],
+                                     trailing_whitespace=cst.TrailingWhitespace())
+        return [(line, lambda u: cst.FlattenSentinel([u, new_line]))]
+
+    return add
+
+
 def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString | None,
               value: cst.BaseExpression | None) -> _Site | None:
     row = lookup(name)
     if row is None or row.kind is EnvKind.CURRENT:
         return None
+    if any(isinstance(n, cst.Comparison) for n in a.stack):
+        return None  # `assert env == {...}`, `x in (...)`: compared, not set
     site = _Site(node, name, key, value, _str(value))
     site.scope = a.enclosing_function()
     site.order = a.order
@@ -105,6 +131,8 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
         return
     line = a.parent()
     site.removal = remove_statement(node, line)
+    if isinstance(node.value, (cst.SimpleString, cst.Integer)):  # same value on every run
+        site.keep_builder = _keep_after(line, t.value, idx.value)
 
     def add(new_name: str, key: cst.SimpleString = idx.value, sub: cst.Subscript = t) -> list[tuple[cst.CSTNode, Edit]]:
         new_target = cst.AssignTarget(
@@ -130,6 +158,11 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 if site is not None:
                     site.removal = remove(arg)
                     site.add_builder = _kw_adder(arg)
+                    small, line = a.statement()
+                    if (attr == "update" and isinstance(func, cst.Attribute) and isinstance(small, cst.Expr)
+                            and isinstance(arg.value, (cst.SimpleString, cst.Integer))):
+                        key = cst.SimpleString(f'"{arg.keyword.value}"')
+                        site.keep_builder = _keep_after(line, func.value, key)
         return
     if first.keyword is not None or not isinstance(first.value, cst.SimpleString) or len(node.args) < 2:
         return
@@ -153,6 +186,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 new_line = line.with_changes(body=[cst.Expr(new_call)], leading_lines=[])
                 return [(line, lambda u: cst.FlattenSentinel([u, new_line]))]
             site.add_builder = add
+            if attr == "setdefault" and isinstance(func, cst.Attribute):
+                site.keep_builder = _keep_after(line, func.value, first.value)
 
 
 def _kw_adder(arg: cst.Arg) -> object:
@@ -228,13 +263,17 @@ def _finish(a: Analyzer) -> None:
     # here already; textual on purpose, so a second --write never adds it twice.
     set_names = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.source}
     reads_toggle = _reads(a, TOGGLE_VAR)
+    counts = Counter(site.name for site in sites)
     for site in sites:
         row = lookup(site.name)
         assert row is not None
         if row.kind is EnvKind.TOGGLE:
             _toggle(a, site, reads_toggle)
         else:
-            _other(a, site, row, set_names)
+            # Set once and never removed: a later set or unset of the old name would not
+            # reach a new name that an earlier fix already gave a value.
+            alone = counts[site.name] == 1 and not _unsets(a, site.name)
+            _other(a, site, row, set_names, alone)
 
 
 def _reads(a: Analyzer, name: str) -> bool:
@@ -242,6 +281,12 @@ def _reads(a: Analyzer, name: str) -> bool:
     pat = re.compile(r"(?:getenv\(|environ\.get\(|environ\.pop\(|environ\[)\s*['\"]" + re.escape(name)
                      + r"['\"]\s*(\]\s*(=(?!=))?)?")
     return any(m.group(2) is None for m in pat.finditer(a.source))
+
+
+def _unsets(a: Analyzer, name: str) -> bool:
+    pat = (r"(?:\bdel\b[^\n]*|\.pop\(\s*|unsetenv\(\s*|delenv\(\s*|\bunset\b[^\n;&|]*?)['\"]?"
+           + re.escape(name) + r"\b")
+    return re.search(pat, a.source) is not None
 
 
 def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
@@ -288,12 +333,12 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
                          detail=f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
             return
         spelled = "" if v == "1" else f' ({v!r} never opted in on 2.14: only "1" does)'
-        safe = not reads_back and not site.removal == []
         a.report(site.node, "NCX102",
                  late_msg or f"{TOGGLE_VAR}={v} is redundant (nccl2 is the default from torch 2.15): remove it",
-                 FixKind.SAFE if safe else FixKind.UNSAFE, removal,
+                 FixKind.UNSAFE, removal,  # never safe: an inherited "0" would then roll back
                  detail=f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
-                 + (" The file reads the variable back, so removing it is not safe." if reads_back else ""))
+                 + (" The file reads the variable back, so removing it is not safe." if reads_back else "")
+                 + f' Removing it is unsafe: a {TOGGLE_VAR}="0" the job inherits would then roll back.')
     else:
         shown = "an unresolved value" if v is None else repr(v)
         a.report(site.node, "NCX101",
@@ -303,7 +348,7 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
                  '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail)
 
 
-def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str]) -> None:
+def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bool) -> None:
     code = row.py_code
     rep = row.replacement
     o = a.options
@@ -316,6 +361,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str]) -> None:
     elif row.kind is EnvKind.OBSOLETE:
         msg = f"{row.name} does nothing on torch 2.15: delete it"
     builder = site.add_builder if callable(site.add_builder) else None
+    keep = site.keep_builder if callable(site.keep_builder) and alone else None
     if rep is not None and rep in set_names:
         # The new name is already set in this file: the safe part is done.
         if row.unsafe_fix is Fix.RENAME and site.removal:
@@ -331,8 +377,16 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str]) -> None:
             a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
                      [(key, lambda u: string_like(key, rep))], detail=detail)
             return
+    if row.fix is Fix.ADD and rep is not None and keep is not None:
+        a.report(site.node, code, msg, FixKind.SAFE, keep(rep), detail=detail)
+        return
     if row.fix is Fix.ADD and rep is not None and builder is not None:
-        a.report(site.node, code, msg, FixKind.SAFE, builder(rep), detail=detail)
+        # Setting the new name outright overrides a value the job inherits: unsafe.
+        a.report(site.node, code, f"{row.name} is deprecated: set {rep} too",
+                 FixKind.UNSAFE, builder(rep),
+                 detail=detail + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
+                 f"(torch reads {rep} first, then {row.name}); only `X[OLD] = ...` / `X.setdefault(OLD, ...)` / "
+                 "`X.update(OLD=...)` alone on a line, OLD set once and never removed, get the safe form.")
         return
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
         a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)

@@ -1,0 +1,124 @@
+"""Size and render time of the HTML pages (`ncclx fr analyze --html`, `ncclx doctor merge --html`).
+
+    python benchmarks/bench_pages.py [--ranks 1024,4096,16384]
+
+For each rank count: the flight-recorder page of a job where one rank never entered the last
+collective and two left no dump (per_rank with 5 entries of 4 frames per rank, as the analyzer
+reports it; again with every rank's frames naming files of their own, so nothing is shared), and the doctor page of as many per-rank reports (one real `doctor --level static`
+report, one host with an old NCCL, one rank with a deprecated variable).  Prints a markdown
+table: page size, Python render time, and Chromium's time from opening the file to the page
+drawn (headless Debian chromium through Playwright; skipped without them), then to a click
+showing a rank's entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from ncclx_migrate._doctor import _html as doctor_html  # noqa: E402
+from ncclx_migrate._doctor._merge import Source, merge_reports  # noqa: E402
+from ncclx_migrate._doctor._model import Report  # noqa: E402
+from ncclx_migrate._fr import _html as fr_html  # noqa: E402
+from tests.pages import synthetic  # noqa: E402
+from tests.pages.conftest import ARGS, CHROMIUM  # noqa: E402
+
+
+def _doctor_sources(ranks: int) -> list[Source]:
+    out = subprocess.run([sys.executable, "-m", "ncclx_migrate", "doctor", "--level", "static", "--json"],
+                         capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"})
+    base = json.loads(out.stdout)
+    sources = []
+    for rank in range(ranks):
+        rep = copy.deepcopy(base)
+        rep["rank"], rep["host"] = rank, f"node-{rank // 8:05d}"
+        for c in rep["checks"]:
+            if c["id"] == "nccl-version" and rank // 8 == 5:
+                c.update(status="fail", message="loaded NCCL 2.28.3: below the 2.29 floor")
+                c["details"]["runtime"] = "2.28.3"
+            if c["id"] == "env-vars" and rank == 77:
+                c.update(status="warn", message="TORCH_NCCL_BLOCKING_WAIT=1 is deprecated")
+        sources.append(Source(Report.from_json(rep), ""))
+    return sources
+
+
+def _browser_times(browser: Any, path: Path, click: str) -> tuple[float, float]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    start = time.perf_counter()
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    drawn = time.perf_counter() - start
+    start = time.perf_counter()
+    page.locator(click).first.click()
+    page.wait_for_selector("#detail-0 table")
+    clicked = time.perf_counter() - start
+    page.close()
+    return drawn, clicked
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", default="1024,4096,16384")
+    args = ap.parse_args()
+    counts = [int(x) for x in args.ranks.split(",")]
+    browser: Any = None
+    pw: Any = None
+    try:
+        from playwright.sync_api import sync_playwright
+
+        if Path(CHROMIUM).exists():
+            pw = sync_playwright().start()
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    except ImportError:
+        pass
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            report = synthetic.report(n, culprit=n * 2 // 3, no_dump=(n - 24, n - 23))
+            start = time.perf_counter()
+            text = fr_html.render_page(report)
+            py = time.perf_counter() - start
+            path = Path(tmp) / f"fr{n}.html"
+            path.write_text(text, encoding="utf-8")
+            times = _browser_times(browser, path, "#grid-0 .row >> nth=1") if browser else None
+            rows.append(("fr analyze", n, len(text.encode()), py, times))
+            report = synthetic.report(n, culprit=n * 2 // 3, unique_frames=True)
+            start = time.perf_counter()
+            text = fr_html.render_page(report)
+            py = time.perf_counter() - start
+            path.write_text(text, encoding="utf-8")
+            times = _browser_times(browser, path, "#grid-0 .row >> nth=1") if browser else None
+            rows.append(("fr analyze, no frame shared", n, len(text.encode()), py, times))
+
+            sources = _doctor_sources(n)
+            merged = merge_reports(sources)
+            start = time.perf_counter()
+            text = doctor_html.render_page(sources, merged)
+            py = time.perf_counter() - start
+            path = Path(tmp) / f"doctor{n}.html"
+            path.write_text(text, encoding="utf-8")
+            times = _browser_times(browser, path, "#grid-0 .row") if browser else None
+            rows.append(("doctor merge", n, len(text.encode()), py, times))
+    if browser:
+        browser.close()
+        pw.stop()
+    print("| page | ranks | size | Python render | Chromium: open to drawn | click to entries shown |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, n, size, py, times in rows:
+        shown = (f"{times[0]:.2f} s", f"{times[1] * 1000:.0f} ms") if times else ("no browser", "")
+        print(f"| {name} | {n:,} | {size / 1024:,.0f} KiB | {py:.2f} s | {shown[0]} | {shown[1]} |")
+
+
+if __name__ == "__main__":
+    main()

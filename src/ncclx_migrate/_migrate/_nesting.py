@@ -1,0 +1,34 @@
+"""Refuse source nested deeper than CPython itself accepts, before libcst sees it.
+
+libcst's native parser has no depth guard: 1,500 nested parentheses, or 100,000 chained
+unary operators, attribute accesses or lambdas, overflow its stack and kill the process
+(SIGSEGV) where no ``except`` can catch it.  CPython's own parser stops such input with a
+SyntaxError (200 nested brackets), a RecursionError or a MemoryError, and every shape it
+accepts was measured to parse in libcst (docs/migrate.md).  So a file CPython refuses for
+its depth is not valid Python anyway: report it and never hand it to libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["too_deep"]
+
+# CPython's own messages for nesting limits (tokenizer MAXLEVEL / MAXINDENT).
+_DEPTH_ERRORS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def too_deep(source: str) -> str | None:
+    """A one-line reason when ``source`` is nested past CPython's limits, else None.
+
+    Any other SyntaxError is left to libcst, which knows newer syntax than this Python."""
+    try:
+        compile(source, "<ncclx>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return "cannot parse: too deeply nested for Python's own parser; left unchanged"
+    except SyntaxError as exc:
+        if any(m in (exc.msg or "") for m in _DEPTH_ERRORS):
+            return f"cannot parse: too deeply nested ({exc.msg}, line {exc.lineno}); left unchanged"
+    except ValueError:  # NUL bytes: libcst reports those itself
+        pass
+    return None

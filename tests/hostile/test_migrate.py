@@ -1,0 +1,268 @@
+"""`ncclx migrate` over hostile trees: never hang, crash or lose a file (issue 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ncclx_exe
+
+from .conftest import alive, children, env, run_bounded, without_root_file_access
+
+# A safe fix (NCX120's add that keeps an inherited new name; NCX102's removal is unsafe).
+REDUNDANT = 'import os\nos.environ["TORCH_NCCL_TRACE_CPP_STACK"] = "1"\n'
+FIXED = REDUNDANT + 'os.environ.setdefault("TORCH_FR_CPP_STACK", os.environ["TORCH_NCCL_TRACE_CPP_STACK"])\n'
+
+
+def _tree(root: Path, n: int = 20) -> Path:
+    for i in range(n):
+        (root / f"m{i:02}.py").write_text(REDUNDANT)
+    return root
+
+
+def _errors(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return {e["path"]: e["message"] for e in json.loads(proc.stdout)["errors"]}
+
+
+def test_fifo_socket_and_device_are_never_opened(tmp_path: Path) -> None:
+    _tree(tmp_path, 2)
+    os.mkfifo(tmp_path / "pipe.py")
+    os.mkfifo(tmp_path / "launch.sh")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock.py"))
+    (tmp_path / "dev.py").symlink_to("/dev/zero")  # a link to a device inside the tree's view
+    proc = run_bounded("migrate", "--write", "--format", "json", ".", cwd=tmp_path)
+    sock.close()
+    assert _errors(proc) == {}
+    assert proc.returncode == 0
+    assert (tmp_path / "m00.py").read_text() == FIXED
+    # Named explicitly, a FIFO is refused in one line instead of blocking on open().
+    explicit = run_bounded("migrate", "pipe.py", "m01.py", cwd=tmp_path)
+    assert explicit.returncode == 2
+    assert "pipe.py: error: not a regular file (a FIFO)" in explicit.stdout
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_that_would_crash_the_parser_is_an_error_and_the_rest_is_done(tmp_path: Path, jobs: str) -> None:
+    # 1,500 nested parentheses segfault libcst's native parser (CPython refuses past 200).
+    _tree(tmp_path)
+    deep = REDUNDANT + "x = " + "(" * 1500 + "1" + ")" * 1500 + "\n"
+    (tmp_path / "deep.py").write_text(deep)
+    (tmp_path / "unary.py").write_text(REDUNDANT + "x = " + "-" * 100_000 + "1\n")
+    proc = run_bounded("migrate", "--write", "-j", jobs, "--format", "json", ".", cwd=tmp_path)
+    errs = _errors(proc)
+    assert proc.returncode == 2
+    assert set(errs) == {"deep.py", "unary.py"}
+    assert "too deeply nested" in errs["deep.py"]
+    assert (tmp_path / "deep.py").read_text() == deep
+    assert all((tmp_path / f"m{i:02}.py").read_text() == FIXED for i in range(20))
+
+
+def test_a_worker_killed_mid_run_loses_no_file_and_no_report(tmp_path: Path) -> None:
+    # What the OOM killer does to a worker on a big file: the pool must not break.
+    _tree(tmp_path, 30)
+    body = "".join(f"def f{i}(a, b):\n    return [a + b for _ in range({i})]\n\n" for i in range(3_000))
+    (tmp_path / "big.py").write_text(REDUNDANT + body)
+    proc = subprocess.Popen([ncclx_exe(), "migrate", "--write", "-j", "2", "--format", "json", "."],
+                            cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        killed = None
+        deadline = time.monotonic() + 60
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            workers = children(proc.pid)
+            if len(workers) >= 2:
+                time.sleep(0.3)  # let them take files
+                killed = workers[0]
+                os.kill(killed, signal.SIGKILL)
+            time.sleep(0.02)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert killed is not None, "the run ended before a worker could be killed"
+    assert "Traceback" not in err and "BrokenProcessPool" not in err, err
+    doc = json.loads(out)
+    assert doc["errors"] == [] and proc.returncode == 0
+    assert all((tmp_path / f"m{i:02}.py").read_text() == FIXED for i in range(30))
+    assert (tmp_path / "big.py").read_text() == FIXED + body
+
+
+def test_odd_paths_are_one_line_errors_and_the_run_goes_on(tmp_path: Path) -> None:
+    _tree(tmp_path, 2)
+    (tmp_path / os.fsdecode(b"caf\xe9.py")).write_text(REDUNDANT)  # a Latin-1 file name
+    (tmp_path / "loop.py").symlink_to("loop.py")
+    (tmp_path / "a.py").symlink_to("b.py")
+    (tmp_path / "b.py").symlink_to("a.py")
+    for fmt in ("json", "text"):
+        proc = run_bounded("migrate", "--format", fmt, ".", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+    errs = _errors(run_bounded("migrate", "--write", "--format", "json", ".", cwd=tmp_path))
+    assert set(errs) == {"caf\\xe9.py", "loop.py", "a.py", "b.py"}
+    assert "not UTF-8" in errs["caf\\xe9.py"]
+    assert "symlink loop" in errs["loop.py"]
+    assert (tmp_path / "m00.py").read_text() == FIXED  # the rest is still done
+    assert (tmp_path / os.fsdecode(b"caf\xe9.py")).read_text() == REDUNDANT
+    text = run_bounded("migrate", ".", cwd=tmp_path).stdout
+    assert "caf\\xe9.py: error: file name is not UTF-8" in text
+
+
+def test_a_directory_without_search_permission_is_an_error_naming_it(tmp_path: Path) -> None:
+    prefix = without_root_file_access()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: root passes any file mode")
+    root = tmp_path / "tree"
+    root.mkdir()
+    _tree(root, 2)
+    for name in ("locked", "noexec"):
+        (root / name).mkdir()
+        (root / name / "x.py").write_text(REDUNDANT)
+    (root / "locked").chmod(0)
+    (root / "noexec").chmod(0o644)  # listable, but its entries cannot be reached
+    try:
+        proc = run_bounded("migrate", "--format", "json", ".", cwd=root, prefix=prefix)
+    finally:
+        (root / "locked").chmod(0o755)
+        (root / "noexec").chmod(0o755)
+    errs = _errors(proc)
+    assert proc.returncode == 2
+    assert "permission denied" in errs["locked"].lower()
+    assert any(p.startswith("noexec") for p in errs), errs
+    assert len(json.loads(proc.stdout)["findings"]) == 2  # m00.py, m01.py still reported
+
+
+def test_exclude_and_default_skips_apply_to_a_links_target(tmp_path: Path) -> None:
+    for rel in ("vendor/keep.py", "node_modules/pkg/x.py", "src/real.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(REDUNDANT)
+    (tmp_path / "link.py").symlink_to("vendor/keep.py")
+    (tmp_path / "nm.py").symlink_to("node_modules/pkg/x.py")
+    proc = run_bounded("migrate", "--write", "--exclude", "vendor", "--format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 0 and _errors(proc) == {}
+    assert (tmp_path / "vendor/keep.py").read_text() == REDUNDANT
+    assert (tmp_path / "node_modules/pkg/x.py").read_text() == REDUNDANT
+    assert (tmp_path / "src/real.py").read_text() == FIXED
+
+
+def test_size_limit_is_a_clear_error_and_can_be_raised(tmp_path: Path) -> None:
+    # 20 MB of Python that must be parsed: without a limit libcst needs > 10 GB.
+    big = REDUNDANT + "x = [" + "1, " * 7_000_000 + "]\n"
+    (tmp_path / "big.py").write_text(big)
+    (tmp_path / "ok.py").write_text(REDUNDANT)
+    (tmp_path / "values.yaml").write_text("env:\n" + "  - name: X\n    value: '1'\n" * 400_000)
+    proc = run_bounded("migrate", "--write", "--format", "json", ".", cwd=tmp_path)
+    errs = _errors(proc)
+    assert proc.returncode == 2
+    assert "over the size limit" in errs["big.py"] and "--max-file-size" in errs["big.py"]
+    assert (tmp_path / "big.py").read_text() == big and (tmp_path / "ok.py").read_text() == FIXED
+    # Other kinds over the limit are skipped, and the run says so (on stderr, in every format).
+    assert "values.yaml" not in errs
+    assert "values.yaml: skipped: " in proc.stderr and "--max-file-size" in proc.stderr
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "plain.py").write_text("y = 2\n" * 40_000)  # 240 KB, nothing to parse
+    assert "over the size limit" in run_bounded("migrate", "--max-file-size", "0.1", "small", cwd=tmp_path).stdout
+    raised = run_bounded("migrate", "--max-file-size", "1", "small", cwd=tmp_path)
+    assert raised.returncode == 0, raised.stdout
+    bad = run_bounded("migrate", "--max-file-size", "0", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "--max-file-size" in bad.stderr
+
+
+def test_write_keeps_hard_links(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(REDUNDANT)
+    os.link(tmp_path / "a.py", tmp_path / "b_link.py")
+    ino = (tmp_path / "a.py").stat().st_ino
+    proc = run_bounded("migrate", "--write", "a.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert (tmp_path / "b_link.py").read_text() == FIXED
+    assert (tmp_path / "a.py").stat().st_ino == ino and (tmp_path / "a.py").stat().st_nlink == 2
+    assert not list(tmp_path.glob(".ncclx-*"))
+
+
+def test_dotenv_multiline_values_are_kept_whole(tmp_path: Path) -> None:
+    text = ('MOTD="hello\nTORCH_DIST_USE_NCCL2=1\nbye"\n'
+            "# TORCH_DIST_USE_NCCL2=1 in a comment\n"
+            "export TORCH_DIST_USE_NCCL2=1\n"
+            "NOTE='a\n# not a comment\nTORCH_NCCL_TRACE_BUFFER_SIZE=10'\n"
+            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000\n")
+    (tmp_path / ".env").write_text(text)
+    report = json.loads(run_bounded("migrate", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert [(f["line"], f["code"]) for f in report["findings"]] == [(5, "NCX201"), (9, "NCX203")]
+    proc = run_bounded("migrate", "--write", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    new = (tmp_path / ".env").read_text()
+    assert new.startswith('MOTD="hello\nTORCH_DIST_USE_NCCL2=1\nbye"\n# TORCH_DIST_USE_NCCL2=1 in a comment\n')
+    assert "NOTE='a\n# not a comment\nTORCH_NCCL_TRACE_BUFFER_SIZE=10'\n" in new
+    assert "\nexport TORCH_DIST_USE_NCCL2" not in new
+    assert new.endswith("TORCH_NCCL_TRACE_BUFFER_SIZE=2000\nTORCH_FR_BUFFER_SIZE=2000\n")
+
+
+def test_kill_9_of_the_parent_leaves_no_worker_and_no_half_file(tmp_path: Path) -> None:
+    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(800))
+    for i in range(120):
+        (tmp_path / f"m{i:03}.py").write_text(REDUNDANT + body)
+    proc = subprocess.Popen([ncclx_exe(), "migrate", "--write", "-j", "2", "."], cwd=tmp_path, env=env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            workers = children(proc.pid)
+            time.sleep(0.02)
+        assert len(workers) >= 2, "no workers seen"
+        time.sleep(1.0)  # mid-run
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        survivors = [w for w in workers if alive(w)]
+    finally:
+        for w in workers:
+            if alive(w):
+                os.kill(w, signal.SIGKILL)
+    assert survivors == []
+    states = {(tmp_path / f"m{i:03}.py").read_text() == REDUNDANT + body for i in range(120)}
+    for i in range(120):
+        assert (tmp_path / f"m{i:03}.py").read_text() in (REDUNDANT + body, FIXED + body)
+    assert not list(tmp_path.glob(".ncclx-*")), "a temporary file was left behind"
+    assert True in states  # killed mid-run: some files were still old
+
+
+def test_workers_that_keep_dying_cost_only_their_files(tmp_path: Path) -> None:
+    # Every worker is killed as soon as it appears (for a while): the files they held end as
+    # one-line errors after a second try alone; every file is still in the report.
+    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(300))  # ~50 ms to parse
+    for i in range(40):
+        (tmp_path / f"m{i:02}.py").write_text(REDUNDANT + body)
+    proc = subprocess.Popen([ncclx_exe(), "migrate", "--write", "-j", "2", "--format", "json", "."],
+                            cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        killed: set[int] = set()
+        until = time.monotonic() + 3
+        while proc.poll() is None and time.monotonic() < until:
+            for w in set(children(proc.pid)) - killed:
+                os.kill(w, signal.SIGKILL)
+                killed.add(w)
+            time.sleep(0.005)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert killed and "Traceback" not in err, err
+    doc = json.loads(out)
+    died = {e["path"] for e in doc["errors"]}
+    assert all("worker process scanning it died" in e["message"] for e in doc["errors"])
+    fixed = {f["path"] for f in doc["findings"] if f["applied"]}
+    assert died | fixed == {f"m{i:02}.py" for i in range(40)} and not died & fixed
+    assert died and proc.returncode == 2  # some files were held by killed workers, twice
+    for i in range(40):
+        name = f"m{i:02}.py"
+        assert (tmp_path / name).read_text() in ((FIXED + body,) if name in fixed else (REDUNDANT + body, FIXED + body))

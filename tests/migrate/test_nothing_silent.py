@@ -1,0 +1,93 @@
+"""Mistakes that used to pass without a word (issue 10): each is an error or a warning now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_ncclx
+
+TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
+SHELL = "export TORCH_DIST_USE_NCCL2=0\n"
+
+
+@pytest.mark.parametrize("name, content, why", [
+    ("notes.md", "TORCH_DIST_USE_NCCL2=0\n", "not a kind of file ncclx migrate checks"),
+    ("launch", SHELL, "not a kind of file ncclx migrate checks"),  # no shebang, no extension
+])
+def test_a_file_holding_nothing_checkable_is_an_error(tmp_path: Path, name: str, content: str, why: str) -> None:
+    (tmp_path / name).write_text(content)
+    proc = run_ncclx("migrate", name, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"ncclx migrate: error: {name}: {why}" in proc.stderr
+    assert "--ignore-unknown" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_directory_whose_files_are_all_excluded_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(TOGGLE)
+    proc = run_ncclx("migrate", "src", "--exclude", "*.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "ncclx migrate: error: src: holds no file ncclx migrate checks" in proc.stderr
+
+
+def test_the_other_paths_are_still_reported_and_ignore_unknown_skips(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("hi\n")
+    (tmp_path / "train.py").write_text(TOGGLE)
+    proc = run_ncclx("migrate", "notes.md", "train.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "train.py:2:1: NCX101" in proc.stdout
+    assert "notes.md: not a kind of file" in proc.stderr
+    skipped = run_ncclx("migrate", "--ignore-unknown", "notes.md", "train.py", cwd=tmp_path)
+    assert skipped.returncode == 1  # the finding in train.py, nothing about notes.md
+    assert "notes.md" not in skipped.stderr
+
+
+def test_pre_commit_hooks_skip_unknown_files() -> None:
+    hooks = (Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text()
+    entries = [line for line in hooks.splitlines() if line.strip().startswith("entry:")]
+    assert entries and all("--ignore-unknown" in e for e in entries)
+
+
+def test_unsafe_fixes_without_write_or_diff_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TOGGLE)
+    proc = run_ncclx("migrate", "--unsafe-fixes", "train.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them" in proc.stderr
+
+
+@pytest.mark.parametrize("target", ["1.13", "2.17", "9.0"])
+def test_target_torch_outside_the_known_range_names_it(tmp_path: Path, target: str) -> None:
+    (tmp_path / "train.py").write_text(TOGGLE)
+    proc = run_ncclx("migrate", "--target-torch", target, "train.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"torch {target} is outside the releases this tool knows (2.0 to 2.16)" in proc.stderr
+    assert run_ncclx("migrate", "--target-torch", "2.16", "train.py", cwd=tmp_path).returncode == 1
+
+
+def test_an_ignore_comment_with_an_unknown_code_is_named(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"  # ncclx: ignore[NCX999, NCX1]\n')
+    (tmp_path / "run.sh").write_text("#!/bin/sh\nexport TORCH_DIST_USE_NCCL2=0  # ncclx: ignore[NCX2O1]\n")
+    proc = run_ncclx("migrate", ".", cwd=tmp_path)
+    assert "train.py:2: warning: unknown rule code NCX999" in proc.stderr
+    assert "NCX1 " not in proc.stderr and "NCX1'" not in proc.stderr  # a prefix of real codes is fine
+    assert "run.sh:2: warning: unknown rule code NCX2O1" in proc.stderr  # letter O, not zero
+    assert "run.sh:2:" in proc.stdout  # it silenced nothing
+    assert "train.py:2:" not in proc.stdout  # NCX1 did silence NCX101
+
+
+def test_shell_on_stdin_is_recognised_by_its_shebang() -> None:
+    proc = run_ncclx("migrate", "-", input="#!/bin/bash\n" + SHELL)
+    assert proc.returncode == 1
+    assert "-:2:8: NCX201" in proc.stdout
+
+
+def test_non_python_on_stdin_without_a_name_says_to_pass_stdin_filename() -> None:
+    proc = run_ncclx("migrate", "-", input=SHELL)
+    assert proc.returncode == 2
+    assert "pass --stdin-filename NAME" in proc.stdout
+    named = run_ncclx("migrate", "-", "--stdin-filename", "run.sh", input=SHELL)
+    assert named.returncode == 1

@@ -1,0 +1,124 @@
+"""``ncclx doctor --html`` and ``ncclx doctor merge --html``: the fleet as hosts or ranks x checks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ncclx_exe, run_ncclx
+
+browser = pytest.mark.browser
+
+
+def _fleet(tmp_path: Path, ranks: int = 256, per_host: int = 8) -> list[str]:
+    """One real static report, as every rank of a job would save it; host 5 loads an old NCCL
+    and rank 77 carries a deprecated variable."""
+    proc = run_ncclx("doctor", "--level", "static", "--json")
+    base = json.loads(proc.stdout)
+    paths = []
+    for rank in range(ranks):
+        report = copy.deepcopy(base)
+        report["rank"], report["host"] = rank, f"node-{rank // per_host:03d}"
+        for c in report["checks"]:
+            if c["id"] == "nccl-version" and rank // per_host == 5:
+                c.update(status="fail", message="loaded NCCL 2.28.3 (built against 2.30.7): below the 2.29 floor",
+                         remedy="load NCCL >= 2.29")
+                c["details"]["runtime"] = "2.28.3"
+            if c["id"] == "env-vars" and rank == 77:
+                c.update(status="warn", message="TORCH_NCCL_BLOCKING_WAIT=1 is deprecated",
+                         remedy="unset it")
+        path = tmp_path / f"rank{rank}.json"
+        path.write_text(json.dumps(report))
+        paths.append(str(path))
+    return paths
+
+
+def test_merge_html_groups_identical_results_odd_ones_first(tmp_path: Path) -> None:
+    page = tmp_path / "fleet.html"
+    res = run_ncclx("doctor", "merge", *_fleet(tmp_path), "--html", str(page))
+    assert res.returncode == 1
+    assert f"wrote {page}" in res.stderr
+    text = page.read_text(encoding="utf-8")
+    data = json.loads(text.split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    labels = [r["label"] for r in data["rows"]]
+    assert labels == ["rank 77 on node-009", "ranks 40-47 on node-005", "ranks 0-39, 48-76, 78-255 (247 ranks) on 31 hosts"]
+    assert [r["flag"] for r in data["rows"]] == [1, 1, 0]
+    nccl = [c["label"] for c in data["cols"]].index("nccl-version")
+    assert data["rows"][1]["marks"] == [nccl] and data["rows"][1]["cells"][nccl] == "fail"
+    assert "nccl-version: fail on ranks 40-47 on node-005: loaded NCCL 2.28.3" in text
+    assert "<link" not in text and " src=" not in text
+
+
+def test_local_level_html_and_unwritable_path(tmp_path: Path) -> None:
+    page = tmp_path / "one.html"
+    res = run_ncclx("doctor", "--level", "static", "--html", str(page))
+    assert page.exists() and "ncclx doctor" in page.read_text(encoding="utf-8")
+    assert res.stdout.startswith("ncclx doctor: level static")  # the text report is unchanged
+    bad = tmp_path / "missing" / "x.html"
+    res = run_ncclx("doctor", "merge", str(tmp_path / "none.json"), "--html", str(bad))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    report = run_ncclx("doctor", "--level", "static", "--json").stdout
+    (tmp_path / "r.json").write_text(report)
+    res = run_ncclx("doctor", "merge", str(tmp_path / "r.json"), "--html", str(bad))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"ncclx doctor: error: {bad}: cannot write the page there (No such file or directory)"]
+
+
+@browser
+def test_fleet_page_in_the_browser(tmp_path: Path, open_page: Any) -> None:
+    page_file = tmp_path / "fleet.html"
+    run_ncclx("doctor", "merge", *_fleet(tmp_path, ranks=512), "--html", str(page_file))
+    opened = open_page(page_file, height=760)
+    page = opened.page
+    verdict = page.locator("#verdict").inner_text()
+    assert verdict.startswith("FAIL: 2 checks failed")
+    assert "ranks 40-47 on node-005" in verdict
+    rows = page.locator("#grid-0 .row")
+    assert rows.count() == 3
+    assert "rank 77 on node-009" in (rows.first.text_content() or "")
+    rows.nth(1).click()
+    detail = page.locator("#detail-0").inner_text()
+    assert "ranks 40-47 on node-005" in detail and "odd one out" in detail
+    assert "load NCCL >= 2.29" in detail and "majority:" in detail
+    opened.screenshot(tmp_path, "doctor-page.png")
+    opened.offline_and_clean()
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_cluster_level_html_is_written_by_rank_0(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    pages = [tmp_path / f"rank{r}.html" for r in range(2)]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL", "NCCLX_"))}
+    procs = [
+        subprocess.Popen(
+            [ncclx_exe(), "doctor", "--level", "cluster", "--timeout", "60", "--html", str(pages[r])],
+            env={**base, "NO_COLOR": "1", "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                 "MASTER_PORT": port, "SLURM_JOB_ID": "4243",
+                 **({"TORCH_FR_BUFFER_SIZE": "0"} if r == 1 else {})},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for r in range(2)
+    ]
+    for p in procs:
+        p.communicate(timeout=180)
+    assert not pages[1].exists()  # only rank 0 speaks for the job
+    text = pages[0].read_text(encoding="utf-8")
+    data = json.loads(text.split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    host = socket.gethostname()
+    assert [r["label"] for r in data["rows"]] == [f"rank 1 on {host}", f"rank 0 on {host}"]
+    fr = [c["label"] for c in data["cols"]].index("flight-recorder")
+    # A tie: rank 0's results count as the majority (as in cluster-consistency), rank 1 is marked.
+    assert (data["rows"][0]["marks"], data["rows"][1]["marks"]) == ([fr], [])
+    assert "level cluster" in text
