@@ -16,8 +16,9 @@ from tests.conftest import ncclx_exe
 
 from .conftest import alive, children, env, run_bounded, without_root_file_access
 
-REDUNDANT = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'
-FIXED = "import os\n"
+# A safe fix (NCX120's add that keeps an inherited new name; NCX102's removal is unsafe).
+REDUNDANT = 'import os\nos.environ["TORCH_NCCL_TRACE_CPP_STACK"] = "1"\n'
+FIXED = REDUNDANT + 'os.environ.setdefault("TORCH_FR_CPP_STACK", os.environ["TORCH_NCCL_TRACE_CPP_STACK"])\n'
 
 
 def _tree(root: Path, n: int = 20) -> Path:

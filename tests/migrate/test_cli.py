@@ -44,7 +44,7 @@ def test_clean_tree_exit_0(tmp_path: Path) -> None:
     tree(tmp_path, {"b.py": CLEAN})
     proc = run_ncclx("migrate", str(tmp_path))
     assert proc.returncode == 0, proc.stdout
-    assert "No findings in 1 files" in proc.stdout
+    assert proc.stdout == "No findings in 1 file.\n"
 
 
 def test_json_schema(tmp_path: Path) -> None:
@@ -55,7 +55,9 @@ def test_json_schema(tmp_path: Path) -> None:
     assert doc["schema"] == "ncclx.migrate/1" and doc["files_scanned"] == 2
     (f,) = doc["findings"]
     assert f == {"path": "a.py", "line": 2, "column": 1, "code": "NCX101", "message": f["message"],
-                 "fix": "unsafe", "applied": False}
+                 "detail": f["detail"], "fix": "unsafe", "applied": False}
+    # message: one short sentence; detail: the why, per-version facts
+    assert len(f["message"]) <= 100 and "2.15 only" in f["detail"] and len(f["detail"]) > len(f["message"])
     assert doc["errors"][0]["path"] == "bad.py" and "cannot parse" in doc["errors"][0]["message"]
 
 
@@ -356,7 +358,9 @@ def test_toggle_set_after_the_first_group_says_it_has_no_effect(tmp_path: Path) 
     assert len(lines) == 2
     assert lines[0].startswith("late.py:5:1: NCX101") and "comes after" not in lines[0]
     assert lines[1].startswith("late.py:7:1: NCX101")
-    assert "comes after init_process_group() on line 6" in lines[1] and "no effect" in lines[1]
+    assert "set after init_process_group() (line 6) has no effect" in lines[1]
+    detail = json.loads(run_ncclx("migrate", "--format", "json", "late.py", cwd=tmp_path).stdout)["findings"][1]["detail"]
+    assert "comes after init_process_group() on line 6" in detail
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])

@@ -60,7 +60,7 @@ def test_falsey_toggle_says_it_does_not_roll_back(value: str) -> None:
 def test_rollback_toggle_message_and_position() -> None:
     f = _one("a.sh", "#!/bin/bash\n  export TORCH_DIST_USE_NCCL2=0\n")
     assert (f.line, f.column) == (2, 10)
-    assert "legacy ProcessGroupNCCL" in f.message and "2.15 only" in f.message
+    assert "rolls back to legacy:" in f.message and "2.15 only" in f.detail
     assert f.fix is FixKind.UNSAFE
 
 
@@ -179,7 +179,8 @@ def test_explicit_nccl2_follows_the_target() -> None:
     on_213 = scan("run.sh", text, Options(target_torch=(2, 13)))
     assert on_213 is not None
     (f,) = on_213.findings
-    assert f.code == "NCX204" and f.fix is FixKind.NONE and "Unknown backend type" in f.message
+    assert f.code == "NCX204" and f.fix is FixKind.NONE and "Unknown backend type" in f.detail
+    assert "not a backend on torch 2.13" in f.message
 
 
 def test_image_tags_and_names_are_not_backends() -> None:

@@ -62,7 +62,8 @@ def test_ncx201_message_matches_torch(value: str) -> None:
             assert 'only "1" opts in on 2.14' in finding.message, value
         return
     if builds[value] == "_create_nccl_process_group":  # legacy ProcessGroupNCCL
-        assert 'makes "nccl" build the legacy ProcessGroupNCCL' in finding.message, value
+        assert "rolls back to legacy:" in finding.message, value
+        assert 'makes "nccl" build the legacy ProcessGroupNCCL' in finding.detail, value
     else:
         assert builds[value] == "_create_nccl2_process_group"
         assert "has no effect" in finding.message or "redundant" in finding.message, value

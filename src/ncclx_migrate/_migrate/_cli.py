@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
+from .._color import use_color
 from . import _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
-from ._report import FORMATS, render
+from ._report import FORMATS, TextView, render
 from ._rules import RULES, get_rule, rule_doc
 from ._runner import (
     Mode,
@@ -62,6 +64,7 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
+@click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")
 @click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=_runner.DEFAULT_MAX_MB,
               show_default=True, metavar="MB", help="Larger files are not read (Python: an error; others: skipped).")
 @click.option("--ignore-unknown", is_flag=True,
@@ -69,7 +72,8 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool, max_file_size: float, ignore_unknown: bool,
+    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float,
+    ignore_unknown: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -110,8 +114,12 @@ def migrate(
         ignore=_prefixes(ignore),
     )
     mode = Mode(write=write, diff=diff, max_bytes=int(max_file_size * 2**20))
+    # The report goes to stderr when stdout carries a diff or the fixed stdin text.
+    to_err = diff or (write and paths == ("-",))
+    color = use_color(sys.stderr if to_err else sys.stdout)
+    view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
-        sys.exit(_stdin(stdin_filename, options, mode, fmt))
+        sys.exit(_stdin(stdin_filename, options, mode, fmt, view))
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
@@ -124,13 +132,13 @@ def migrate(
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
     if diff:
-        for o in report.outcomes:
+        for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
                 click.echo(o.diff, nl=False)
         # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
-        click.echo(render(fmt, results, report.files_scanned, True), nl=False, err=True)
+        click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
     else:
-        click.echo(render(fmt, results, report.files_scanned), nl=False)
+        click.echo(render(fmt, results, report.files_scanned, view=view), nl=False, color=color)
     for line in unchecked:
         click.echo(f"ncclx migrate: error: {line}", err=True)
     sys.exit(2 if unchecked else _exit_code(results, mode))
@@ -162,7 +170,7 @@ def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     return out
 
 
-def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
+def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) -> int:
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
@@ -188,20 +196,23 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str) -> int:
     for f in result.findings:
         f.path = display
     report = RunReport([Outcome(result)])
+    # Positions point into the written text after --write, else into the text as read.
+    shown = result.new_text if mode.write and result.new_text is not None else text
+    view = dataclasses.replace(view, read=lambda p: shown if p == display else None)
     if mode.write:
         out = result.new_text if result.new_text is not None else text
         sys.stdout.flush()
         sys.stdout.buffer.write((("\ufeff" if bom else "") + out).encode("utf-8"))
         sys.stdout.buffer.flush()
-        click.echo(render(fmt, report.results, 1), nl=False, err=True)
+        click.echo(render(fmt, report.results, 1, view=view), nl=False, err=True, color=view.color)
     elif mode.diff:
         if result.new_text is not None:
             from ._runner import _unified
 
             sys.stdout.write(_unified(display, text, result.new_text))
-        click.echo(render(fmt, report.results, 1, dry_run=True), nl=False, err=True)
+        click.echo(render(fmt, report.results, 1, True, view), nl=False, err=True, color=view.color)
     else:
-        click.echo(render(fmt, report.results, 1), nl=False)
+        click.echo(render(fmt, report.results, 1, view=view), nl=False, color=view.color)
     return _exit_code(report.results, mode)
 
 

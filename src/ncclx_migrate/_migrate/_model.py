@@ -24,9 +24,12 @@ class Finding:
     line: int  # 1-based
     column: int  # 1-based
     code: str  # stable rule code, e.g. "NCX101"
-    message: str
+    message: str  # one short sentence (<= 120 chars, aim 80): what is wrong, what to do
     fix: FixKind = FixKind.NONE
     applied: bool = False
+    # The why, the evidence and per-version details for this site (JSON "detail", SARIF
+    # properties); the rule's full text is `ncclx explain CODE`.
+    detail: str = ""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -35,6 +38,7 @@ class Finding:
             "column": self.column,
             "code": self.code,
             "message": self.message,
+            "detail": self.detail,
             "fix": self.fix.value,
             "applied": self.applied,
         }

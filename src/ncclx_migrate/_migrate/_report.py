@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -12,7 +13,7 @@ from .. import __version__
 from ._model import FileResult, Finding, FixKind
 from ._rules import RULES
 
-__all__ = ["FORMATS", "SCHEMA", "render"]
+__all__ = ["FORMATS", "SCHEMA", "TextView", "render"]
 
 SCHEMA = "ncclx.migrate/1"
 FORMATS = ("text", "json", "sarif", "github")
@@ -39,40 +40,123 @@ def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _marker(f: Finding, dry_run: bool) -> str:
+def _read_source(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return text[1:] if text.startswith("\ufeff") else text  # positions do not count a BOM
+
+
+@dataclass(frozen=True)
+class TextView:
+    """How the text report is shown: the mode that ran and the stream it goes to."""
+
+    write: bool = False  # --write: fixes were written
+    diff: bool = False  # --diff: fixes were only shown
+    unsafe: bool = False  # --unsafe-fixes (with --write/--diff)
+    color: bool = False
+    show_source: bool = False  # ruff's code frame under each finding
+    # The text a finding's position points into (the file on disk unless told otherwise).
+    read: Callable[[str], str | None] = field(default=_read_source, compare=False)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _Style:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, *codes: str) -> str:
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.on and text else text
+
+
+_BOLD, _RED, _GREEN, _YELLOW, _BLUE, _CYAN = "1", "31", "32", "33", "34", "36"
+
+
+def _marker(f: Finding, dry_run: bool, style: _Style) -> str:
     if f.applied:
-        return "[would fix] " if dry_run else "[fixed] "
+        return style("[would fix]" if dry_run else "[fixed]", _GREEN) + " "
     if f.fix is FixKind.SAFE:
-        return "[*] "
+        return style("[*]", _CYAN) + " "
     if f.fix is FixKind.UNSAFE:
-        return "[unsafe-fix] "
+        return style("[unsafe-fix]", _YELLOW) + " "
     return ""
 
 
-def render_text(results: Sequence[FileResult], files_scanned: int, dry_run: bool = False) -> str:
-    """``dry_run``: --diff without --write, so "applied" fixes were only shown, not written."""
-    lines = []
-    findings = _all_findings(results)
-    for f in findings:
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code} {_marker(f, dry_run)}{f.message}")
-    for e in _errors(results):
-        lines.append(f"{e['path']}: error: {e['message']}")
+def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
+    """ruff's code frame: the finding's source line with a caret under its column."""
+    if text is None:
+        return []
+    lines = text.split("\n")  # not splitlines(): \f or \u2028 do not end a line for the scanners
+    if not 1 <= f.line <= len(lines):
+        return []
+    # One column per character: tabs become one space so that the caret stays aligned.
+    src = lines[f.line - 1].rstrip("\r").replace("\t", " ")
+    num = str(f.line)
+    pad = " " * len(num)
+    bar = style("|", _BLUE, _BOLD)
+    caret = " " * (min(f.column, len(src) + 1) - 1) + style("^", _RED, _BOLD) + " " + style(f.code, _RED, _BOLD)
+    return [f"{pad} {bar}", f"{style(num, _BLUE, _BOLD)} {bar} {src}".rstrip(), f"{pad} {bar} {caret}", f"{pad} {bar}", ""]
+
+
+def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: TextView) -> str:
+    """What happened in the mode that ran, and what the next command would add."""
+    if not findings and not n_errors:
+        return f"No findings in {_plural(files_scanned, 'file')}."
     left = [f for f in findings if not f.applied]
     fixed = len(findings) - len(left)
     safe = sum(1 for f in left if f.fix is FixKind.SAFE)
     unsafe = sum(1 for f in left if f.fix is FixKind.UNSAFE)
-    summary = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files_scanned} file{'s' if files_scanned != 1 else ''}"
-    if fixed:
-        done = "would be fixed by --write" if dry_run else "fixed"
-        summary += f" ({fixed} {done}, {len(left)} left)"
-    summary += "."
-    if safe:
-        summary += f" {safe} fixable with --write ([*])."
-    if unsafe:
-        summary += f" {unsafe} more with --write --unsafe-fixes."
-    if _errors(results):
-        summary += f" {len(_errors(results))} file(s) could not be processed."
-    lines.append(summary if findings or _errors(results) else f"No findings in {files_scanned} files.")
+    out = f"Found {_plural(len(findings), 'finding')} in {_plural(files_scanned, 'file')}"
+    if view.write:
+        out += f" ({fixed} fixed, {len(left)} left)."
+    elif view.diff:
+        how = "--write --unsafe-fixes" if view.unsafe else "--write"
+        out += f" ({fixed} would be fixed by {how}, {len(left)} left)."
+    else:
+        out += "."
+    if not (view.write or view.diff):
+        if safe:
+            out += f" {safe} fixable with --write ([*])."
+        if unsafe:
+            out += f" {unsafe} {'more ' if safe else ''}fixable with --write --unsafe-fixes."
+    else:
+        # Fixes that were wanted but not applied overlap another fix: a second run takes them.
+        pending = safe + (unsafe if view.unsafe else 0)
+        if pending:
+            out += f" {pending} more fixable by running it again (they overlap another fix)."
+        if unsafe and not view.unsafe:
+            out += f" {unsafe} more with --unsafe-fixes."
+    if n_errors:
+        out += f" {_plural(n_errors, 'file')} could not be processed."
+    return out
+
+
+def render_text(
+    results: Sequence[FileResult], files_scanned: int, dry_run: bool = False, view: TextView | None = None
+) -> str:
+    """``dry_run``: --diff without --write, so "applied" fixes were only shown, not written."""
+    view = view or TextView(diff=dry_run)
+    style = _Style(view.color)
+    colon = style(":", _CYAN)
+    lines = []
+    findings = _all_findings(results)
+    sources: dict[str, str | None] = {}
+    for f in findings:
+        where = f"{style(f.path, _BOLD)}{colon}{f.line}{colon}{f.column}{colon}"
+        lines.append(f"{where} {style(f.code, _RED, _BOLD)} {_marker(f, view.diff, style)}{f.message}")
+        if view.show_source:
+            if f.path not in sources:
+                sources[f.path] = view.read(f.path)
+            lines.extend(_frame(f, sources[f.path], style))
+    errors = _errors(results)
+    for e in errors:
+        lines.append(f"{style(e['path'], _BOLD)}{colon} {style('error', _RED, _BOLD)}{colon} {e['message']}")
+    lines.append(_summary(findings, len(errors), files_scanned, view))
     return "\n".join(lines) + "\n"
 
 
@@ -83,6 +167,11 @@ def _gh_escape(s: str, prop: bool = False) -> str:
     return s
 
 
+def _gh_text(f: Finding) -> str:
+    """An annotation has room for the why: the short message, then the detail below it."""
+    return f"{f.code} {f.message}" + (f"\n\n{f.detail}" if f.detail else "")
+
+
 def render_github(results: Sequence[FileResult], files_scanned: int) -> str:
     lines = []
     for f in _all_findings(results):
@@ -91,7 +180,7 @@ def render_github(results: Sequence[FileResult], files_scanned: int) -> str:
         level = "warning"
         lines.append(
             f"::{level} title={_gh_escape(f.code, True)},file={_gh_escape(f.path, True)},"
-            f"line={f.line},col={f.column}::{_gh_escape(f.code + ' ' + f.message)}"
+            f"line={f.line},col={f.column}::{_gh_escape(_gh_text(f))}"
         )
     for e in _errors(results):
         lines.append(f"::error file={_gh_escape(e['path'], True)}::{_gh_escape(e['message'])}")
@@ -137,7 +226,7 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
                     "region": {"startLine": f.line, "startColumn": f.column},
                 }
             }],
-            "properties": {"fix": f.fix.value},
+            "properties": {"fix": f.fix.value, "detail": f.detail},
         }
         if f.code in index:
             res["ruleIndex"] = index[f.code]
@@ -167,10 +256,11 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
 
 
 def render(
-    fmt: str, results: Sequence[FileResult], files_scanned: int, dry_run: bool = False
+    fmt: str, results: Sequence[FileResult], files_scanned: int, dry_run: bool = False,
+    view: TextView | None = None,
 ) -> str:
     if fmt == "text":
-        return render_text(results, files_scanned, dry_run)
+        return render_text(results, files_scanned, dry_run, view)
     return {
         "text": render_text,
         "json": render_json,

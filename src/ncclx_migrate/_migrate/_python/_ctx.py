@@ -185,6 +185,7 @@ class Analyzer(cst.CSTVisitor):
         fix: FixKind = FixKind.NONE,
         edits: Sequence[tuple[cst.CSTNode, Edit]] = (),
         imports: Sequence[tuple[str, str | None]] = (),
+        detail: str = "",
     ) -> Pending:
         rng = self.pos(node)
         if not edits:
@@ -196,6 +197,7 @@ class Analyzer(cst.CSTVisitor):
             code=code,
             message=message,
             fix=fix,
+            detail=detail,
         )
         p = Pending(finding, (rng.start.line, rng.end.line), list(edits), list(imports))
         self.pending.append(p)

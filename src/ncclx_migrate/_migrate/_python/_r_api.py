@@ -164,30 +164,32 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         return  # a local isinstance
     legacy_use = _legacy_context(a)
     if legacy_use:
-        a.report(node, "NCX110", msg + f". Not rewritten: the code around it relies on the legacy class "
+        a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: decide per branch",
+                 detail=msg + f". Not rewritten: the code around it relies on the legacy class "
                  f"({legacy_use}), which nccl2 lacks, so this may mean \"is it legacy?\"; decide per branch "
                  "(ncclx_migrate.backend.is_nccl tests for any NCCL).")
         return
     if _is_nccl_class(a, cls):
         if a.options.use_shim and node.func.value == "isinstance":
             new: cst.BaseExpression = cst.parse_expression(f"is_nccl({a.code(node.args[0].value)})")
-            p = a.report(node, "NCX110", msg + "; use ncclx_migrate.backend.is_nccl.", FixKind.SAFE,
-                         replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")])
+            p = a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()",
+                         FixKind.SAFE, replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")],
+                         detail=msg + "; use ncclx_migrate.backend.is_nccl.")
             p.unused.extend(_unused_candidates(a, [cls]))
             return
         ref = _classes_ref(a)
         if ref is None:
-            a.report(node, "NCX110", msg + f". {_NO_MODULE_TORCH}")
+            a.report(node, "NCX110", _ISINSTANCE_SHORT, detail=msg + f". {_NO_MODULE_TORCH}")
             return
         const, edits, imports = ref
-        p = a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE,
-                     [*replace_with(cls, cst.Name(const)), *edits], imports)
+        p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, [*replace_with(cls, cst.Name(const)), *edits],
+                     imports, detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, [cls]))
     else:
         assert isinstance(cls, cst.Tuple)
         ref = _classes_ref(a)
         if ref is None:
-            a.report(node, "NCX110", msg + f". {_NO_MODULE_TORCH}")
+            a.report(node, "NCX110", _ISINSTANCE_SHORT, detail=msg + f". {_NO_MODULE_TORCH}")
             return
         const, edits, imports = ref
         star = cst.parse_expression(f"(*{const},)")
@@ -196,15 +198,18 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         for e in cls.elements:
             if _is_nccl_class(a, e.value):
                 edits = [*edits, (e, _starred(star.elements[0]))]
-        p = a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE, edits,
-                     imports)
+        p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, edits, imports,
+                     detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, replaced))
 
 
+_ISINSTANCE_SHORT = "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class"
 _NO_MODULE_TORCH = ("Not rewritten: this module imports torch only optionally (or not at top level), and a fix "
                     "must not make it need torch; test against every NCCL class that exists, e.g. "
                     f"tuple(getattr(dist, n) for n in {_NCCL_SET.replace('nccl', 'ProcessGroupNCCL')} ...), "
                     "or use ncclx_migrate.backend.is_nccl (--use-shim)")
+_NO_MODULE_TORCH_111 = ("Not rewritten: this module imports torch only optionally (or not at top level), and a fix "
+                        "must not make it need torch")
 
 
 # Members whose use makes an isinstance mean "is it legacy?".  The NCCL version getters are
@@ -267,17 +272,20 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
                "ProcessGroupNCCL2 is a sibling class")
         legacy_use = _legacy_context(a)
         if legacy_use:
-            a.report(node, "NCX110", msg + f". Not rewritten: the code around it relies on the legacy class ({legacy_use}).")
+            a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: decide per branch",
+                     detail=msg + f". Not rewritten: the code around it relies on the legacy class ({legacy_use}).")
             return
         prefix = "not " if isinstance(op, (cst.IsNot, cst.NotEqual)) else ""
         ref = _classes_ref(a)
         if ref is None:
-            a.report(node, "NCX110", msg + f". {_NO_MODULE_TORCH}")
+            a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: test every NCCL class",
+                     detail=msg + f". {_NO_MODULE_TORCH}")
             return
         const, edits, imports = ref
         new = cst.parse_expression(f"{prefix}isinstance({a.code(left.args[0].value)}, {const})")
-        p = a.report(node, "NCX110", msg + "; test against every NCCL class that exists.", FixKind.SAFE,
-                     [*replace_with(node, new), *edits], imports)
+        p = a.report(node, "NCX110", "type(...) is ProcessGroupNCCL is False under nccl2: test every NCCL class",
+                     FixKind.SAFE, [*replace_with(node, new), *edits], imports,
+                     detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, [right]))
         return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
@@ -300,12 +308,14 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         return
     if is_name:
         a.report(node, "NCX110",
-                 f'{a.code(func)}() returns "custom" on a process group created with an explicit '
+                 f'{a.code(func).rpartition(".")[2]}() is "custom" or "nccl2" under nccl2: compare dist.get_backend(group)',
+                 detail=f'{a.code(func)}() returns "custom" on a process group created with an explicit '
                  '"nccl2"/"nccl-legacy"/"nccl-lazy", and a backend object reports "nccl2" under nccl2; '
                  f"compare dist.get_backend(group) against {_NCCL_SET} instead.")
         return
     msg = ('get_backend() returns the name the group was created with, so this is False for explicit '
            f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
+    short = 'get_backend() is not "nccl" for "nccl2"/"nccl-legacy"/"nccl-lazy" groups: test all four'
     if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
         have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
         if len(have & {"nccl", "nccl2", "nccl-legacy", "nccl-lazy"}) > 1:
@@ -318,11 +328,11 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         opener, closer = body[0], body[-1]
         inner = body[1:-1].rstrip().rstrip(",")
         new = cst.parse_expression(f"{opener}{inner}, {extra}{closer}")
-        a.report(node, "NCX110", msg, FixKind.SAFE, replace_with(right, new))
+        a.report(node, "NCX110", short, FixKind.SAFE, replace_with(right, new), detail=msg)
         return
     op_text = "not in" if neg else "in"
     new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}")
-    a.report(node, "NCX110", msg, FixKind.SAFE, replace_with(node, new_cmp))
+    a.report(node, "NCX110", short, FixKind.SAFE, replace_with(node, new_cmp), detail=msg)
 
 
 # --- NCX111 ---
@@ -338,6 +348,18 @@ _DISTINCT = {
 _GENERIC = {
     "_is_initialized": "nccl2 creates its communicator when the group is bound (unless lazy_init)",
     "uid": "dist.distributed_c10d._get_process_group_uid(pg) returns -1 for nccl2; guard with hasattr()",
+}
+# What to do, in the few words of a finding's message (the why above goes to its detail).
+_TODO = {
+    "_group_start": "use dist._coalescing_manager",
+    "_group_end": "use dist._coalescing_manager",
+    "_set_default_timeout": "use dist.set_timeout(timeout, group)",
+    "comm_split_count": "guard it with hasattr()",
+    "_set_enable_nan_check": "set TORCH_DIST_NAN_CHECK=1",
+    "get_runtime_nccl_version": "call it on the class",
+    "get_build_nccl_version": "call it on the class",
+    "_is_initialized": "guard it with hasattr()",
+    "uid": "guard it with hasattr()",
 }
 
 
@@ -363,7 +385,8 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
     name = node.attr.value
     if name.startswith("NCCL_CTA_POLICY"):
         if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and node.value.func.value == "type":
-            a.report(node, "NCX111", f"type(backend).{name} does not exist on ProcessGroupNCCL2; read it from "
+            a.report(node, "NCX111", f"type(backend).{name} does not exist under nccl2: read dist.ProcessGroupNCCL.{name}",
+                     detail=f"type(backend).{name} does not exist on ProcessGroupNCCL2; read it from "
                      f"dist.ProcessGroupNCCL.{name} (CUDA wheels, torch >= 2.14).")
         return
     if name not in _DISTINCT and name not in _GENERIC:
@@ -375,19 +398,20 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
         return
     why = _DISTINCT.get(name) or _GENERIC[name]
     msg = f"{name} exists only on legacy ProcessGroupNCCL (AttributeError under nccl2); {why}."
+    short = f"{name} does not exist under nccl2 (legacy only): {_TODO[name]}"
     call = a.parent()
     if (name in ("get_runtime_nccl_version", "get_build_nccl_version") and isinstance(call, cst.Call)
             and call.func is node and not call.args and _is_backend_obj(a, recv)):
         if a.options.use_shim:
             helper = "runtime_nccl_version" if "runtime" in name else "build_nccl_version"
-            a.report(node, "NCX111", msg, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{helper}()")),
-                     [("ncclx_migrate.backend", helper)])
+            a.report(node, "NCX111", short, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{helper}()")),
+                     [("ncclx_migrate.backend", helper)], detail=msg)
         elif (ref := _dist_ref(a)) is not None:
             dist, dimports = ref
-            a.report(node, "NCX111", msg, FixKind.SAFE,
-                     replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports)
+            a.report(node, "NCX111", short, FixKind.SAFE,
+                     replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports, detail=msg)
         else:
-            a.report(node, "NCX111", msg)
+            a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
         return
     if name == "_group_start" and a.options.use_shim and _coalescing(a, node, recv, msg):
         return
@@ -403,14 +427,14 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
         else:
             ref = _dist_ref(a)
             if ref is None:
-                a.report(node, "NCX111", msg)
+                a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
                 return
             dist, imports = ref
             new = cst.parse_expression(f"{dist}.set_timeout({td}, {group})")
-        a.report(node, "NCX111", msg + " (set_timeout also applies to the group's other backends)",
-                 FixKind.UNSAFE, replace_with(call, new), imports)
+        a.report(node, "NCX111", short, FixKind.UNSAFE, replace_with(call, new), imports,
+                 detail=msg + " (set_timeout also applies to the group's other backends)")
         return
-    a.report(node, "NCX111", msg)
+    a.report(node, "NCX111", short, detail=msg)
 
 
 def _group_of(a: Analyzer, recv: cst.BaseExpression) -> str | None:
@@ -458,9 +482,10 @@ def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg:
         with_stmt = head.with_changes(body=head.body.with_changes(body=inner), leading_lines=line.leading_lines)
         return u.with_changes(body=[*stmts[:i], with_stmt, *stmts[j + 1:]])
 
-    a.report(node, "NCX111", msg + " Rewritten to ncclx_migrate.backend.coalescing (torch's _coalescing_manager: "
-             "the block waits for the batch on exit and takes one kind of collective).",
-             FixKind.UNSAFE, [(block, edit)], [("ncclx_migrate.backend", "coalescing")])
+    a.report(node, "NCX111", "_group_start does not exist under nccl2: use ncclx_migrate.backend.coalescing",
+             FixKind.UNSAFE, [(block, edit)], [("ncclx_migrate.backend", "coalescing")],
+             detail=msg + " Rewritten to ncclx_migrate.backend.coalescing (torch's _coalescing_manager: "
+             "the block waits for the batch on exit and takes one kind of collective).")
     return True
 
 
@@ -535,15 +560,17 @@ def _try(a: Analyzer, node: cst.Try) -> None:
         if body.init:
             why = ("init_process_group raises ValueError without a GPU under legacy but RuntimeError "
                    '("nccl2 requires at least one CUDA device") under nccl2 (torch 2.15)')
+            short = "init without a GPU raises RuntimeError under nccl2, not ValueError: catch both"
         else:
             why = "bitwise ReduceOp on NCCL raises ValueError on legacy and 2.15 nccl2, RuntimeError on 2.14 nccl2"
+            short = "bitwise ReduceOp raises RuntimeError on 2.14 nccl2, not ValueError: catch both"
         t = h.type
         if isinstance(t, cst.Tuple):
             inner = a.code(t).strip()[1:-1].rstrip().rstrip(",")
             new = cst.parse_expression(f"({inner}, {'RuntimeError' if has_v else 'ValueError'})")
         else:
             new = cst.parse_expression("(ValueError, RuntimeError)")
-        a.report(h, "NCX112", f"{why}; catch (ValueError, RuntimeError).", FixKind.SAFE, replace_with(t, new))
+        a.report(h, "NCX112", short, FixKind.SAFE, replace_with(t, new), detail=f"{why}; catch (ValueError, RuntimeError).")
 
 
 # --- NCX113 ---
@@ -565,8 +592,8 @@ def _text(a: Analyzer, node: cst.SimpleString) -> None:
     raw = node.value
     for needle, why in _TEXTS:
         if needle in raw:
-            a.report(node, "NCX113",
-                     f"matches legacy ProcessGroupNCCL message text ({needle!r}); {why}. Match on "
+            a.report(node, "NCX113", "matches legacy-only NCCL error text: match on DistBackendError instead",
+                     detail=f"matches legacy ProcessGroupNCCL message text ({needle!r}); {why}. Match on "
                      "torch.distributed.DistBackendError and the shared prefix \"Watchdog caught "
                      "collective operation timeout\" instead.")
             return
@@ -581,13 +608,13 @@ _FR_DUMPS = {"_dump_fr_trace", "_dump_fr_trace_json", "_reset_fr_trace"}
 def _dump(a: Analyzer, node: cst.Call) -> None:
     m = a.dist(node.func)
     if m in _DUMPS:
-        a.report(node, "NCX121",
-                 f"{m}() reads only the legacy recorder: for nccl2 groups it returns a valid dump with zero "
+        a.report(node, "NCX121", f'{m}() is empty for nccl2 groups: also dump _dump_fr_trace(backend="nccl2")',
+                 detail=f"{m}() reads only the legacy recorder: for nccl2 groups it returns a valid dump with zero "
                  'entries. On torch 2.15 also dump _dump_fr_trace(backend="nccl2") (or use '
                  "ncclx_migrate.backend.dump_flight_recorder).")
     elif m in _FR_DUMPS and not any(arg.keyword is not None and arg.keyword.value == "backend" for arg in node.args):
-        a.report(node, "NCX121",
-                 f'{m}() without backend= reads the "gloo" recorder on torch 2.15, not nccl2\'s; pass '
+        a.report(node, "NCX121", f'{m}() without backend= reads the gloo recorder on 2.15: pass backend="nccl2"',
+                 detail=f'{m}() without backend= reads the "gloo" recorder on torch 2.15, not nccl2\'s; pass '
                  'backend="nccl2" (the keyword does not exist on 2.14: version-guard it).')
 
 
@@ -609,6 +636,7 @@ def _lazy_init(a: Analyzer, node: cst.Assign) -> None:
     small, line = node, a.parent()
     msg = ("Options.lazy_init exists only from torch 2.15: setting it raises AttributeError on 2.14 "
            f"(--target-torch {a.options.target_torch[0]}.{a.options.target_torch[1]}); guard it with hasattr().")
+    short = "Options.lazy_init raises AttributeError on torch 2.14: guard it with hasattr()"
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and small is node:
         recv = a.code(t.value)
         guard = cst.parse_statement(f'if hasattr({recv}, "lazy_init"):\n    pass\n')
@@ -618,6 +646,6 @@ def _lazy_init(a: Analyzer, node: cst.Assign) -> None:
             body = guard.body.with_changes(body=[u.with_changes(leading_lines=[])])
             return guard.with_changes(body=body, leading_lines=u.leading_lines)
 
-        a.report(node, "NCX133", msg, FixKind.SAFE, [(line, edit)])
+        a.report(node, "NCX133", short, FixKind.SAFE, [(line, edit)], detail=msg)
     else:
-        a.report(node, "NCX133", msg)
+        a.report(node, "NCX133", short, detail=msg)

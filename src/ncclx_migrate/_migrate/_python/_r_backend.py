@@ -133,8 +133,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
         _picker(a, node)
         return
     if m in ("ProcessGroupNCCL", "ProcessGroupNCCL2") and m == "ProcessGroupNCCL":
-        a.report(node, "NCX132",
-                 "ProcessGroupNCCL(...) built directly bypasses the \"nccl\" switch and stays legacy on "
+        a.report(node, "NCX132", "ProcessGroupNCCL(...) stays legacy on every torch: use init_process_group or new_group",
+                 detail="ProcessGroupNCCL(...) built directly bypasses the \"nccl\" switch and stays legacy on "
                  "every torch; create the group with init_process_group/new_group(backend=\"nccl\") "
                  "(or construct ProcessGroupNCCL2 on torch >= 2.14).")
         return
@@ -152,8 +152,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 spec = lit.evaluated_value if lit is not None else None
                 if isinstance(spec, str) and not any(n.startswith("nccl") for _, n in backend_parts(spec) or []):
                     return
-                a.report(node, "NCX131",
-                         "new_group(..., use_local_synchronization=True) on an NCCL default group: under "
+                a.report(node, "NCX131", "new_group(use_local_synchronization=True) may hang under nccl2: use dist.split_group",
+                         detail="new_group(..., use_local_synchronization=True) on an NCCL default group: under "
                          "nccl2 every new_group splits the parent communicator, but non-members return "
                          "early, so members may hang in ncclCommSplit. Use dist.split_group, or on torch "
                          "2.15 pass pg_options with lazy_init=True for this group.")
@@ -205,11 +205,13 @@ def _finish(a: Analyzer) -> None:
             msg = ('"nccl-legacy" selects the legacy ProcessGroupNCCL: a rollback name with no '
                    "deprecation warning and no announced future beyond 2.15. Record which legacy-only "
                    'feature needs it (several GPUs per process, deferred comm creation, legacy APIs) or use "nccl".')
+            short = '"nccl-legacy" selects legacy NCCL, a rollback name: use "nccl" (or record why not)'
             if fixable:
                 new = replace_backend(text, "nccl-legacy", "nccl")
-                a.report(node, "NCX103", msg, FixKind.UNSAFE, _restring(node, new))
+                a.report(node, "NCX103", short, FixKind.UNSAFE, _restring(node, new), detail=msg)
             else:
-                a.report(node, "NCX103", msg if exact else msg + " (this string looks like a backend option)")
+                a.report(node, "NCX103", short if exact else '"nccl-legacy" in this string looks like a rollback backend: use "nccl"',
+                         detail=msg if exact else msg + " (this string looks like a backend option)")
             continue
         # "nccl2": also a recorder / backend-object name, so only where it selects a backend
         if not (isinstance(node, cst.SimpleString) and id(node) in provable):
@@ -218,10 +220,11 @@ def _finish(a: Analyzer) -> None:
             msg = ('"nccl2" is what "nccl" builds from torch 2.15 on; spell it "nccl" (note: '
                    'get_backend() then returns "nccl", and TORCH_DIST_USE_NCCL2=0 would roll it back).')
             new = replace_backend(text, "nccl2", "nccl")
-            a.report(node, "NCX104", msg, FixKind.UNSAFE, _restring(node, new))
+            a.report(node, "NCX104", '"nccl2" is what "nccl" builds from torch 2.15 on: spell it "nccl"', FixKind.UNSAFE,
+                     _restring(node, new), detail=msg)
         elif target < (2, 14):
-            a.report(node, "NCX104",
-                     f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
+            a.report(node, "NCX104", f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): use "nccl"',
+                     detail=f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
                      "init_process_group fails with \"Unknown backend type nccl2\". Use \"nccl\" there.")
     _device_id(a, f)
 
@@ -396,6 +399,11 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                    "group runs on another GPU than this process")
         line = a.pos(sd.call).start.line
         helper = sd.how not in _PICKERS.values()
+        tag = {True: "(hardening)", False: "(a break)", None: "(maybe a break)"}[origin]
+        # The message names where the device comes from when that fits in a short line.
+        head = f"nccl2 init ignores the GPU from {what.removeprefix('the ').removesuffix(' variable')} (line {line})"
+        if len(head) > 66:
+            head = f"nccl2 init ignores the GPU picked on line {line}"
         if dominating and nccl and not helper and not (star is not None and container is None):
             torch_name = sd.torch_name or "torch"
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
@@ -407,21 +415,26 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             else:
                 target = append_kwarg(a, call, "device_id", value)
                 where = f"; {why}. Pass device_id= the device chosen on line {line}"
-            a.report(call, code, f"{base}{where} (on legacy this also makes init eager).",
-                     FixKind.UNSAFE, target, imports)
+            a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
+                     detail=f"{base}{where} (on legacy this also makes init eager).")
         elif dominating and helper:
             dev = a.code(sd.device) if sd.device is not None else "the index"
-            a.report(call, code, f"{base}; {why}. Pass device_id=torch.device(<this device type>, {dev}) "
+            a.report(call, code, f"{head}: pass device_id=torch.device(<type>, {dev if len(dev) <= 16 else '...'}) {tag}",
+                     detail=f"{base}; {why}. Pass device_id=torch.device(<this device type>, {dev}) "
                      f"(the device picked on line {line}).")
         elif dominating:
-            a.report(call, code, f"{base}; {why}. If this backend is NCCL, pass device_id= the device "
+            a.report(call, code, f"{head}: if NCCL, pass device_id= {tag}",
+                     detail=f"{base}; {why}. If this backend is NCCL, pass device_id= the device "
                      f"chosen on line {line}.")
         elif before:
-            a.report(call, code, f"{base}; {why}. The GPU pick on line {line} does not always run "
+            a.report(call, code, f"nccl2 init ignores the GPU picked on line {line} (not always first): pass device_id= {tag}",
+                     detail=f"{base}; {why}. The GPU pick on line {line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
         elif same:
-            a.report(call, code, f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
+            a.report(call, code, f"init_process_group runs before the GPU pick on line {line}: pass device_id= {tag}",
+                     detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
         else:
-            a.report(call, code, f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
+            a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
+                     detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")

@@ -301,6 +301,7 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
         if scope is site.scope and order < site.order
     ]
     tail = ""
+    late_msg = ""  # the message when the set comes too late to matter (the long text is the detail)
     if late:
         call, what = late[0]
         line = a.pos(call).start.line
@@ -308,80 +309,94 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
             f" This set comes after {what}() on line {line}; torch reads the variable once, "
             'when "nccl" is first registered, so it has no effect here.'
         )
+        late_msg = f"{TOGGLE_VAR} set after {what}() (line {line}) has no effect: move it up or remove it"
     removal = site.removal
     meaning = toggle_meaning(v) if v is not None else None  # the table's reading: only "0"/"1" count
     if meaning == "rollback":
         a.report(site.node, "NCX101",
-                 f'{TOGGLE_VAR}=0 rolls "nccl" back to legacy ProcessGroupNCCL on torch 2.15 '
-                 "(a rollback announced for 2.15 only); remove it once the job runs on nccl2." + tail,
-                 FixKind.UNSAFE, removal)
+                 late_msg or f"{TOGGLE_VAR}=0 rolls back to legacy: remove it once the job runs on nccl2",
+                 FixKind.UNSAFE, removal,
+                 detail=f'{TOGGLE_VAR}=0 rolls "nccl" back to legacy ProcessGroupNCCL on torch 2.15 '
+                 "(a rollback announced for 2.15 only); remove it once the job runs on nccl2." + tail)
     elif v is not None and v.strip().lower() in _FALSEY:
         a.report(site.node, "NCX101",
-                 f'{TOGGLE_VAR}={v!r} does NOT roll back: only the literal "0" does, so torch 2.15 '
+                 late_msg or f'{TOGGLE_VAR}={v!r} does NOT roll back (only "0" does): write "0" or remove it',
+                 FixKind.UNSAFE, removal,
+                 detail=f'{TOGGLE_VAR}={v!r} does NOT roll back: only the literal "0" does, so torch 2.15 '
                  'still builds nccl2 (and 2.14 stays on legacy, as if unset). Use "0" to roll back, '
-                 "or remove it." + tail,
-                 FixKind.UNSAFE, removal)
+                 "or remove it." + tail)
     elif meaning == "opt-in" or (v is not None and v.strip().lower() in _TRUTHY):
         if target < (2, 15):
             if v != "1":
                 a.report(site.node, "NCX102",
-                         f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
+                         late_msg or f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: write "1" (only "1" does)',
+                         detail=f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
             return
         spelled = "" if v == "1" else f' ({v!r} never opted in on 2.14: only "1" does)'
         a.report(site.node, "NCX102",
-                 f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
-                 + (" The file reads the variable back, so removing it is not safe." if reads_back else ""),
-                 FixKind.UNSAFE, removal)  # never safe: an inherited "0" would then roll back
+                 late_msg or f"{TOGGLE_VAR}={v} is redundant (nccl2 is the default from torch 2.15): remove it",
+                 FixKind.UNSAFE, removal,  # never safe: an inherited "0" would then roll back
+                 detail=f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
+                 + (" The file reads the variable back, so removing it is not safe." if reads_back else "")
+                 + f' Removing it is unsafe: a {TOGGLE_VAR}="0" the job inherits would then roll back.')
     else:
         shown = "an unresolved value" if v is None else repr(v)
         a.report(site.node, "NCX101",
-                 f'{TOGGLE_VAR} is set to {shown}: only the literal "0" rolls "nccl" back to legacy '
-                 '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail,
-                 FixKind.UNSAFE, removal)
+                 late_msg or f'{TOGGLE_VAR} is set to {shown}: only "0" rolls back and only "1" opts in (2.14)',
+                 FixKind.UNSAFE, removal,
+                 detail=f'{TOGGLE_VAR} is set to {shown}: only the literal "0" rolls "nccl" back to legacy '
+                 '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail)
 
 
 def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bool) -> None:
     code = row.py_code
     rep = row.replacement
     o = a.options
-    msg = f"{row.name}: {row.why}"
+    msg = f"{row.name} changes meaning under nccl2: see `ncclx explain {code}`"
+    detail = f"{row.why} Evidence: {row.evidence}."
     if row.kind is EnvKind.DEPRECATED:
-        msg = f"{row.name} is deprecated; use {rep}. {row.why}"
+        msg = f"{row.name} is deprecated: set {rep} next to it"
     elif row.kind is EnvKind.IGNORED:
-        msg = f"{row.name} is ignored by nccl2 in torch 2.15" + (f"; use {rep}" if rep else "") + f". {row.why}"
+        msg = f"{row.name} is ignored by nccl2 (torch 2.15)" + (f": use {rep}" if rep else ": nothing replaces it")
     elif row.kind is EnvKind.OBSOLETE:
-        msg = f"{row.name} does nothing on torch 2.15. {row.why}"
+        msg = f"{row.name} does nothing on torch 2.15: delete it"
     builder = site.add_builder if callable(site.add_builder) else None
     keep = site.keep_builder if callable(site.keep_builder) and alone else None
     if rep is not None and rep in set_names:
         # The new name is already set in this file: the safe part is done.
         if row.unsafe_fix is Fix.RENAME and site.removal:
-            a.report(site.node, code, f"{msg} {rep} is already set here; the old name can go.",
-                     FixKind.UNSAFE, site.removal)
+            a.report(site.node, code, f"{row.name} is deprecated and {rep} is set here: the old name can go",
+                     FixKind.UNSAFE, site.removal, detail=detail)
         return
     if o.apply_unsafe and row.unsafe_fix is Fix.RENAME:
         if rep is None:
-            a.report(site.node, code, msg, FixKind.UNSAFE, site.removal)
+            a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
             return
         if site.key is not None:
             key = site.key
-            a.report(site.node, code, msg, FixKind.UNSAFE, [(key, lambda u: string_like(key, rep))])
+            a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
+                     [(key, lambda u: string_like(key, rep))], detail=detail)
             return
     if row.fix is Fix.ADD and rep is not None and keep is not None:
-        a.report(site.node, code, f"{msg} Adding {rep} next to it.", FixKind.SAFE, keep(rep))
+        a.report(site.node, code, msg, FixKind.SAFE, keep(rep), detail=detail)
         return
     if row.fix is Fix.ADD and rep is not None and builder is not None:
         # Setting the new name outright overrides a value the job inherits: unsafe.
-        a.report(site.node, code, f"{msg} Adding {rep} next to it.", FixKind.UNSAFE, builder(rep))
+        a.report(site.node, code, f"{row.name} is deprecated: set {rep} too",
+                 FixKind.UNSAFE, builder(rep),
+                 detail=detail + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
+                 f"(torch reads {rep} first, then {row.name}); only `X[OLD] = ...` / `X.setdefault(OLD, ...)` / "
+                 "`X.update(OLD=...)` alone on a line, OLD set once and never removed, get the safe form.")
         return
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
-        a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep))
+        a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)
         return
     if row.unsafe_fix is Fix.RENAME and rep is None:
-        a.report(site.node, code, msg, FixKind.UNSAFE, site.removal)
+        a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
         return
     if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None:
         key2 = site.key
-        a.report(site.node, code, msg, FixKind.UNSAFE, [(key2, lambda u: string_like(key2, rep))])
+        a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
+                 [(key2, lambda u: string_like(key2, rep))], detail=detail)
         return
-    a.report(site.node, code, msg)
+    a.report(site.node, code, msg, detail=detail)
