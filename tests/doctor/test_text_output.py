@@ -116,10 +116,19 @@ def test_no_progress_lines_in_a_pipe() -> None:
     assert MARK.match(proc.stdout.splitlines()[1])
 
 
-def test_probe_that_ran_out_of_time_says_to_raise_timeout() -> None:
-    probe = check(doctor_json("--level", "probe", "--check", "probe", "--timeout", "0.01", expect_rc=1), "probe")
+def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> None:
+    # A real straggler: rank 1 starts 3 s late (a sitecustomize on its PYTHONPATH), so rank 0's
+    # 0.05 s rendezvous runs out every time (a bare tiny --timeout alone can still pass when idle).
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if os.environ.get('NCCLX_PROBE_BACKEND') and os.environ.get('RANK') == '1':\n"
+        "    time.sleep(3)\n"
+    )
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    probe = check(doctor_json("--level", "probe", "--check", "probe", "--timeout", "0.05",
+                              env={"PYTHONPATH": path}, expect_rc=1), "probe")
     assert probe["status"] == "fail"
-    assert probe["remedy"].startswith("raise --timeout (it was 0.01s")
+    assert probe["remedy"].startswith("raise --timeout (it was 0.05s")
     assert "127.0.0.1" not in probe["remedy"]
 
 

@@ -73,11 +73,13 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 
 def known_backends(import_torch: bool) -> list[str]:
     """Backend names init_process_group accepts here: torch's built-ins, entry points, and
-    (when torch may be imported) whatever torch's registry holds, custom backends included."""
+    (when torch may be imported) whatever torch's registry holds, custom backends included.
+    The NCCL names of every release we have facts for count too: for a release that lacks one
+    (nccl2 on 2.13, or judged with --target-torch) the checks say so with a remedy."""
     from .. import _torchinfo as ti
-    from .._torchfacts import BUILTIN_BACKENDS
+    from .._torchfacts import BACKEND_NAMES, BUILTIN_BACKENDS
 
-    names = {*BUILTIN_BACKENDS, *(n.lower() for n in ti.backend_providers())}
+    names = {*BUILTIN_BACKENDS, *BACKEND_NAMES, *(n.lower() for n in ti.backend_providers())}
     if import_torch:
         try:
             import torch.distributed as dist
