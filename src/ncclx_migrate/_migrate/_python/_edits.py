@@ -8,7 +8,9 @@ import libcst as cst
 
 from ._ctx import Analyzer, Edit
 
-__all__ = ["append_element", "append_kwarg", "remove", "remove_statement", "replace_with", "string_like"]
+__all__ = [
+    "append_element", "append_kwarg", "fit_collection", "remove", "remove_statement", "replace_with", "string_like",
+]
 
 
 def _drop(_: Any) -> cst.RemovalSentinel:
@@ -185,10 +187,7 @@ def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
     inner = indent + "    "
     items = _items(node)
     texts = [cst.Module([]).code_for_node(it.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for it in items]
-    down = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
-                                       last_line=cst.SimpleWhitespace(inner))
-    close = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
-                                        last_line=cst.SimpleWhitespace(indent))
+    down, close = _break(inner), _break(indent)
     one = len(inner) + len(", ".join(texts)) <= limit and not any(
         isinstance(it.comma, cst.Comma) for it in _items(original)[-1:])
     out: list[Any] = []
@@ -202,3 +201,57 @@ def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
     if isinstance(node, cst.Call):
         return _with_close(node.with_changes(whitespace_before_args=down), out, close)
     return _with_close(node.with_changes(lbrace=node.lbrace.with_changes(whitespace_after=down)), out, close)
+
+
+def _break(indent: str) -> cst.ParenthesizedWhitespace:
+    """A line break followed by ``indent``."""
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
+                                       last_line=cst.SimpleWhitespace(indent))
+
+
+_Lit = cst.Tuple | cst.List | cst.Set
+_N = TypeVar("_N", bound=cst.BaseExpression)
+
+
+def fit_collection(a: Analyzer, original: cst.CSTNode, new: _N) -> _N:
+    """``new`` (one line; a tuple/list/set literal, or a comparison ending in one) laid out
+    as black would where ``original`` stood: unchanged while the line passes the line
+    length, else that literal one item per line with a trailing comma, its closing bracket
+    under the line's start (black always explodes a literal it splits).  Left on one line
+    where black would split elsewhere: ``original`` spans lines, or more than ``:`` follows
+    it on its line (another bracket or a comment)."""
+    lit: cst.BaseExpression = new
+    if isinstance(new, cst.Comparison):
+        lit = new.comparisons[-1].comparator
+    if not isinstance(lit, _Lit) or not lit.elements:
+        return new
+    rng = a.pos(original)
+    if rng.start.line != rng.end.line:
+        return new
+    line = a.line(rng.start.line)
+    # positions leave out a node's own parentheses
+    left = sum(len(a.code(p)) for p in getattr(original, "lpar", ()))
+    right = sum(len(a.code(p)) for p in getattr(original, "rpar", ()))
+    prefix, suffix = line[: rng.start.column - left], line[rng.end.column + right:]
+    if len(prefix) + len(cst.Module([]).code_for_node(new)) + len(suffix) <= a.line_length():
+        return new
+    if suffix.rstrip() not in ("", ":"):
+        return new
+    indent = line[: len(line) - len(line.lstrip())]
+    down, close = _break(indent + "    "), _break(indent)
+    items = [e.with_changes(comma=cst.Comma(whitespace_after=down)) for e in lit.elements]
+    items[-1] = items[-1].with_changes(comma=cst.Comma(whitespace_after=close))
+    exploded: cst.BaseExpression
+    if isinstance(lit, cst.Tuple):
+        if not lit.lpar:
+            return new
+        exploded = lit.with_changes(elements=items, lpar=[lit.lpar[0].with_changes(whitespace_after=down),
+                                                          *lit.lpar[1:]])
+    elif isinstance(lit, cst.List):
+        exploded = lit.with_changes(elements=items, lbracket=lit.lbracket.with_changes(whitespace_after=down))
+    else:
+        exploded = lit.with_changes(elements=items, lbrace=lit.lbrace.with_changes(whitespace_after=down))
+    if isinstance(new, cst.Comparison):
+        last = new.comparisons[-1].with_changes(comparator=exploded)
+        return new.with_changes(comparisons=[*new.comparisons[:-1], last])
+    return exploded  # type: ignore[return-value]  # same type as new: new is lit

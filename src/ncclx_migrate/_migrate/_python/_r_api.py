@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
-from ._edits import replace_with
+from ._edits import fit_collection, replace_with
 
 __all__: list[str] = []
 
@@ -327,11 +327,11 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         body = a.code(right).strip()
         opener, closer = body[0], body[-1]
         inner = body[1:-1].rstrip().rstrip(",")
-        new = cst.parse_expression(f"{opener}{inner}, {extra}{closer}")
+        new = fit_collection(a, right, cst.parse_expression(f"{opener}{inner}, {extra}{closer}"))
         a.report(node, "NCX110", short, FixKind.SAFE, replace_with(right, new), detail=msg)
         return
     op_text = "not in" if neg else "in"
-    new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}")
+    new_cmp = fit_collection(a, node, cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}"))
     a.report(node, "NCX110", short, FixKind.SAFE, replace_with(node, new_cmp), detail=msg)
 
 
@@ -570,6 +570,7 @@ def _try(a: Analyzer, node: cst.Try) -> None:
             new = cst.parse_expression(f"({inner}, {'RuntimeError' if has_v else 'ValueError'})")
         else:
             new = cst.parse_expression("(ValueError, RuntimeError)")
+        new = fit_collection(a, t, new)
         a.report(h, "NCX112", short, FixKind.SAFE, replace_with(t, new), detail=f"{why}; catch (ValueError, RuntimeError).")
 
 
