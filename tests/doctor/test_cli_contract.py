@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 
@@ -14,7 +12,7 @@ import pytest
 
 from tests.conftest import ncclx_exe
 
-from .conftest import check, doctor, doctor_json
+from .conftest import check, doctor, doctor_json, on_a_terminal
 
 IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
        "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
@@ -117,32 +115,10 @@ def test_human_output_one_line_per_check_then_a_bullet_per_problem_with_its_fix(
     assert "\x1b[" not in proc.stdout
 
 
-def _on_a_terminal(env: dict[str, str]) -> str:
-    master, slave = pty.openpty()
-    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
-    proc = subprocess.Popen([ncclx_exe(), "doctor", "--level", "static", "--check", "gpu-binding"],
-                            stdout=slave, stderr=subprocess.DEVNULL, env={**base, **env})
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=30)
-    os.close(master)
-    return out.decode()
-
-
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
-    assert "\x1b[" in _on_a_terminal({"TERM": "xterm"})
-    assert "\x1b[" not in _on_a_terminal({"TERM": "xterm", "NO_COLOR": "1"})
+    args = ("--level", "static", "--check", "gpu-binding")
+    assert "\x1b[" in on_a_terminal(*args)
+    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1"})
 
 
 def test_a_crashing_check_becomes_that_checks_error(monkeypatch: pytest.MonkeyPatch) -> None:

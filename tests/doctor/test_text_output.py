@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -16,34 +14,9 @@ import pytest
 
 from tests.conftest import ncclx_exe
 
-from .conftest import check, doctor, doctor_json
+from .conftest import check, doctor, doctor_json, on_a_terminal
 
 MARK = re.compile(r"  (ok|warn|FAIL|skip|ERROR) +([a-z-]+)( |$)")
-
-
-def on_a_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
-    """Run ``ncclx doctor ARGS`` with stdout on a pseudo-terminal; return every byte it wrote."""
-    master, slave = pty.openpty()
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("TORCH_", "NCCL", "NCCLX_")) and k not in ("NO_COLOR", "TERM", "COLUMNS")}
-    proc = subprocess.Popen([ncclx_exe(), "doctor", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            env={**base, "TERM": "xterm", **(env or {})})
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], timeout)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=timeout)
-    os.close(master)
-    return out.decode()
 
 
 def as_seen(raw: str) -> list[str]:
