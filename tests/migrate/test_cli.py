@@ -120,23 +120,31 @@ def test_diff_with_json_keeps_stdout_a_diff_and_the_report_parseable(tmp_path: P
     assert [(f["code"], f["applied"]) for f in doc["findings"]] == [("NCX120", True)]
 
 
-def test_diff_reports_positions_in_the_unchanged_file(tmp_path: Path) -> None:
-    # --diff writes nothing, so a finding that stays points at its line in the file as it is,
-    # not where it would land once the fix added a line above it.
-    tree(tmp_path, {"a.py": REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'})
-    proc = run_ncclx("migrate", "--diff", ".", cwd=tmp_path)
+def test_diff_points_findings_left_into_the_text_it_leads_to(tmp_path: Path) -> None:
+    # A finding the diff leaves points at its line in the file as --write would write it (the
+    # `+` side of the diff): the fix adds a line above it, so it moves from line 3 to line 4.
+    # A fixed finding keeps its line in the file as it is (the `-` side), and has no code frame.
+    src = REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
+    tree(tmp_path, {"a.py": src})
+    proc = run_ncclx("migrate", "--diff", "--show-source", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert "a.py:2:1: NCX120 [would fix]" in proc.stderr
-    assert "a.py:3:1: NCX101 [unsafe-fix]" in proc.stderr, proc.stderr
-    piped = run_ncclx("migrate", "--diff", "--target-torch", "2.15", "-",
-                      input=REDUNDANT + 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n', cwd=tmp_path)
-    assert "-:3:1: NCX101 [unsafe-fix]" in piped.stderr, piped.stderr
+    assert "a.py:4:1: NCX101 [unsafe-fix]" in proc.stderr, proc.stderr
+    assert '4 | os.environ["TORCH_DIST_USE_NCCL2"] = "0"' in proc.stderr, proc.stderr
+    assert "2 | os.environ" not in proc.stderr  # no frame under the fixed finding
+    assert "+os.environ.setdefault(" in proc.stdout
+    piped = run_ncclx("migrate", "--diff", "--target-torch", "2.15", "-", input=src, cwd=tmp_path)
+    assert "-:4:1: NCX101 [unsafe-fix]" in piped.stderr, piped.stderr
     cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-            "source": [*REDUNDANT.splitlines(keepends=True), 'os.environ["TORCH_DIST_USE_NCCL2"] = "0"\n']}
+            "source": [*src.splitlines(keepends=True)]}
     (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
                                                    "nbformat_minor": 5}, indent=1) + "\n")
     nb = run_ncclx("migrate", "--diff", "n.ipynb", cwd=tmp_path)
-    assert "n.ipynb:11:6: NCX101 [unsafe-fix] cell 1, line 3:" in nb.stderr, nb.stderr
+    assert "n.ipynb:12:6: NCX101 [unsafe-fix] cell 1, line 4:" in nb.stderr, nb.stderr
+    # --write then reports the same positions, now in the file on disk.
+    written = run_ncclx("migrate", "--write", "a.py", "n.ipynb", cwd=tmp_path)
+    assert "a.py:4:1: NCX101 [unsafe-fix]" in written.stdout, written.stdout
+    assert "n.ipynb:12:6: NCX101 [unsafe-fix] cell 1, line 4:" in written.stdout
 
 
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -175,7 +177,8 @@ def test_findings_left_after_write_point_into_the_written_file(project: Path, un
     args = ["migrate", "--write", "--format", "json", "-q", *(["--unsafe-fixes"] if unsafe else []), "."]
     written = _json(run_ncclx(*args, cwd=project))["findings"]
     assert len(report) == len(written)
-    key = lambda f: (f["path"], f["code"], f["message"])  # noqa: E731
+    # a notebook finding's "cell N, line L:" moves with it (checked in test_cli.py)
+    key = lambda f: (f["path"], f["code"], re.sub(r"^(cell \d+), line \d+", r"\1", f["message"]))  # noqa: E731
     moved = 0
     for old, new in zip(sorted(report, key=key), sorted(written, key=key), strict=True):
         assert key(old) == key(new)
@@ -189,9 +192,16 @@ def test_findings_left_after_write_point_into_the_written_file(project: Path, un
     assert moved > 0  # the fixture set has findings below an added line
 
 
-def test_diff_positions_stay_in_the_file_as_it_is(project: Path) -> None:
-    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+def test_diff_reports_what_write_would_leave(project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """--diff reports every finding at the position --write then reports (findings left point
+    into the written file), and its diff, applied with `git apply`, gives the written files."""
+    copy = tmp_path_factory.mktemp("copy")
+    shutil.copytree(project, copy, dirs_exist_ok=True)
     proc = run_ncclx("migrate", "--diff", "--unsafe-fixes", "--format", "json", "-q", ".", cwd=project)
     diffed = json.loads(proc.stderr)["findings"]
-    assert [(f["path"], f["line"], f["column"], f["code"]) for f in report] == \
-        [(f["path"], f["line"], f["column"], f["code"]) for f in diffed]
+    written = _json(run_ncclx("migrate", "--write", "--unsafe-fixes", "--format", "json", "-q", ".", cwd=copy))
+    assert diffed == written["findings"]
+    assert any(not f["applied"] for f in diffed)
+    subprocess.run(["git", "apply", "-"], input=proc.stdout, text=True, cwd=project, check=True)
+    for rel in FILES:
+        assert (project / rel).read_bytes() == (copy / rel).read_bytes(), rel

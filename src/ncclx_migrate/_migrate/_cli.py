@@ -11,7 +11,7 @@ from .._color import use_color
 from . import _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
-from ._report import FORMATS, TextView, render
+from ._report import FORMATS, TextView, read_source, render
 from ._rules import RULES, get_rule, rule_doc
 from ._runner import (
     Mode,
@@ -108,7 +108,6 @@ def migrate(
         target_torch=target,
         apply_safe=write or diff,
         apply_unsafe=unsafe_fixes and (write or diff),
-        dry_run=diff,
         use_shim=use_shim,
         select=_prefixes(select),
         ignore=_prefixes(ignore),
@@ -135,6 +134,9 @@ def migrate(
         for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
                 click.echo(o.diff, nl=False)
+        # Findings left point into the text the diff leads to, which is not on disk.
+        fixed = {r.path: r.new_text for r in results if r.new_text is not None}
+        view = dataclasses.replace(view, read=lambda p: fixed[p] if p in fixed else read_source(p))
         # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
         click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
     else:
@@ -196,8 +198,8 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     for f in result.findings:
         f.path = display
     report = RunReport([Outcome(result)])
-    # Positions point into the written text after --write, else into the text as read.
-    shown = result.new_text if mode.write and result.new_text is not None else text
+    # Positions of findings left point into the fixed text with --write or --diff.
+    shown = result.new_text if (mode.write or mode.diff) and result.new_text is not None else text
     view = dataclasses.replace(view, read=lambda p: shown if p == display else None)
     if mode.write:
         out = result.new_text if result.new_text is not None else text

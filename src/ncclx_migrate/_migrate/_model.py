@@ -61,7 +61,9 @@ class Options:
     target_torch: tuple[int, int] = (2, 15)
     apply_safe: bool = False  # --write / --diff
     apply_unsafe: bool = False  # --unsafe-fixes (with --write or --diff)
-    dry_run: bool = False  # --diff: nothing is written, so positions point into the text as it is
+    # Positions of findings left point into the text as given, not into the fixed text (only for
+    # notebook cells, whose positions are moved into the written notebook at the end).
+    positions_as_given: bool = False
     use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()

@@ -40,7 +40,7 @@ def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _read_source(path: str) -> str | None:
+def read_source(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             text = fh.read()
@@ -59,7 +59,7 @@ class TextView:
     color: bool = False
     show_source: bool = False  # ruff's code frame under each finding
     # The text a finding's position points into (the file on disk unless told otherwise).
-    read: Callable[[str], str | None] = field(default=_read_source, compare=False)
+    read: Callable[[str], str | None] = field(default=read_source, compare=False)
 
 
 def _plural(n: int, word: str) -> str:
@@ -149,7 +149,7 @@ def render_text(
     for f in findings:
         where = f"{style(f.path, _BOLD)}{colon}{f.line}{colon}{f.column}{colon}"
         lines.append(f"{where} {style(f.code, _RED, _BOLD)} {_marker(f, view.diff, style)}{f.message}")
-        if view.show_source:
+        if view.show_source and not f.applied:  # a fixed line is in the diff or the written file
             if f.path not in sources:
                 sources[f.path] = view.read(f.path)
             lines.extend(_frame(f, sources[f.path], style))

@@ -194,9 +194,8 @@ class Collector:
         new_text = apply_edits(self.text, taken) if taken else None
         if new_text == self.text:
             new_text = None
-        if new_text is not None and not self.options.dry_run:
-            # What --write leaves points into the written file (as for Python); --diff
-            # writes nothing, so positions stay in the file as it is.
+        if new_text is not None and not self.options.positions_as_given:
+            # What is left points into the file as --write writes it and --diff prints it.
             new_index = LineIndex(new_text)
             for f, offset in left:
                 f.line, f.column = new_index.position(_moved(offset, taken))

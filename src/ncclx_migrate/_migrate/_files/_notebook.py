@@ -236,23 +236,21 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
-def _lines_forward(old: str, new: str, findings: list[Finding]) -> None:
-    """--write: move findings that were not fixed from their lines in ``old`` to the same
-    lines in ``new`` (a line inside a rewritten region goes to that region's start)."""
+def _forward(old: str, new: str) -> dict[int, int]:
+    """Line ``i`` of ``old`` to the same line of ``new`` (a line inside a rewritten region
+    goes to that region's start); lines not in the table stay where they are."""
     forward: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for i in range(i1, i2):
             forward[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else min(i - i1, max(j2 - j1 - 1, 0)))
-    for f in findings:
-        if not f.applied:
-            f.line = forward.get(f.line, f.line)
+    return forward
 
 
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     final = options
     # Every position is first taken in the notebook as it is; --write moves them at the end.
-    options = replace(options, dry_run=True)
+    options = replace(options, positions_as_given=True)
     try:
         root = parse(text)
     except JsonError as exc:
@@ -294,17 +292,23 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         _python_each(python, path, options)
     findings: list[Finding] = []
     edits: list[Edit] = []
+    move = not final.positions_as_given  # findings left point into the fixed notebook
     for c in code:
+        in_cell = _forward(c.source, c.new_source) if move and c.new_source is not None else {}
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
-            f.message = f"cell {c.n}, line {f.line}: {f.message}"
+            shown = f.line if f.applied else in_cell.get(f.line, f.line)
+            f.message = f"cell {c.n}, line {shown}: {f.message}"
             f.path = path
             f.line, f.column = row, col
         findings.extend(c.findings)
         if c.new_source is not None:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
     new_text = apply_edits(text, edits) if edits else None
-    if new_text is not None and new_text != text and not final.dry_run:
-        _lines_forward(text, new_text, findings)
+    if new_text is not None and new_text != text and move:
+        in_file = _forward(text, new_text)
+        for f in findings:
+            if not f.applied:
+                f.line = in_file.get(f.line, f.line)
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return FileResult(path, findings, new_text if new_text != text else None)

@@ -153,8 +153,8 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
 
     When fixes are applied the result is re-checked (as ruff does) until nothing changes,
     so that one ``--write`` leaves a file on which a second one is a no-op.  Findings of
-    later passes point into the fixed text, which is what gets written (with
-    ``options.dry_run``, --diff, into ``source``: nothing is written).
+    later passes point into the fixed text, which is what --write writes and --diff prints
+    (with ``options.positions_as_given``, into ``source``).
     """
     result = _one_pass(source, path, options, precheck)
     applied: list[Finding] = []
@@ -171,7 +171,7 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
             break
     if applied:
         left = [f for f in result.findings if not f.applied]
-        if options.dry_run and result.new_text is not None:
+        if options.positions_as_given and result.new_text is not None:
             _lines_back(source, result.new_text, left)
         result.findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
         if result.new_text == source:
@@ -180,7 +180,7 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
 
 
 def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
-    """--diff writes nothing: move findings that point into ``new`` to their lines in ``old``."""
+    """Move findings that point into ``new`` to their lines in ``old``."""
     back: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
