@@ -9,7 +9,7 @@ import libcst as cst
 from ._ctx import Analyzer, Edit
 
 __all__ = [
-    "append_element", "append_kwarg", "fit_collection", "remove", "remove_statement", "replace_with", "string_like",
+    "append_element", "append_kwarg", "extend_literal", "remove", "remove_statement", "replace_with", "string_like",
 ]
 
 
@@ -210,48 +210,63 @@ def _break(indent: str) -> cst.ParenthesizedWhitespace:
 
 
 _Lit = cst.Tuple | cst.List | cst.Set
-_N = TypeVar("_N", bound=cst.BaseExpression)
 
 
-def fit_collection(a: Analyzer, original: cst.CSTNode, new: _N) -> _N:
-    """``new`` (one line; a tuple/list/set literal, or a comparison ending in one) laid out
-    as black would where ``original`` stood: unchanged while the line passes the line
-    length, else that literal one item per line with a trailing comma, its closing bracket
-    under the line's start (black always explodes a literal it splits).  Left on one line
-    where black would split elsewhere: ``original`` spans lines, or more than ``:`` follows
-    it on its line (another bracket or a comment)."""
-    lit: cst.BaseExpression = new
-    if isinstance(new, cst.Comparison):
-        lit = new.comparisons[-1].comparator
-    if not isinstance(lit, _Lit) or not lit.elements:
-        return new
-    rng = a.pos(original)
-    if rng.start.line != rng.end.line:
-        return new
-    line = a.line(rng.start.line)
-    # positions leave out a node's own parentheses
-    left = sum(len(a.code(p)) for p in getattr(original, "lpar", ()))
-    right = sum(len(a.code(p)) for p in getattr(original, "rpar", ()))
-    prefix, suffix = line[: rng.start.column - left], line[rng.end.column + right:]
-    if len(prefix) + len(cst.Module([]).code_for_node(new)) + len(suffix) <= a.line_length():
-        return new
-    if suffix.rstrip() not in ("", ":"):
-        return new
-    indent = line[: len(line) - len(line.lstrip())]
-    down, close = _break(indent + "    "), _break(indent)
-    items = [e.with_changes(comma=cst.Comma(whitespace_after=down)) for e in lit.elements]
-    items[-1] = items[-1].with_changes(comma=cst.Comma(whitespace_after=close))
-    exploded: cst.BaseExpression
+def extend_literal(lit: _Lit, values: list[cst.BaseExpression]) -> _Lit:
+    """``lit`` with ``values`` appended.  A literal laid out one item per line gets each new
+    item on a line of its own, indented like the others, with the closing bracket where it
+    was, a trailing comma where the literal has one and comments left on their lines; on
+    one line they follow the last item (a layout edit may then wrap the line)."""
+    elements = list(lit.elements)
+    sep = next((e.comma.whitespace_after for e in elements[:-1] if isinstance(e.comma, cst.Comma)
+                and isinstance(e.comma.whitespace_after, cst.ParenthesizedWhitespace)), None)
+    opener = _lit_open(lit)
+    if sep is None and isinstance(opener, cst.ParenthesizedWhitespace):
+        sep = opener
+    last = elements[-1]
+    trailing = isinstance(last.comma, cst.Comma)
+    new = [cst.Element(v) for v in values]
+    if sep is None:  # one line
+        elements[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        comma = [cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))] * (len(new) - 1)
+        new = [e.with_changes(comma=c) for e, c in zip(new, comma, strict=False)] + [
+            new[-1].with_changes(comma=last.comma if trailing else cst.MaybeSentinel.DEFAULT)]
+        return lit.with_changes(elements=elements + new)
+    # The line break before the closing bracket: after the trailing comma in a call-like
+    # layout, in the bracket's own whitespace in a tuple (which holds a comment after it).
+    ws = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
+    in_comma = isinstance(ws, cst.ParenthesizedWhitespace)
+    close = ws if in_comma and ws is not None else _lit_close(lit)
+    if isinstance(close, cst.ParenthesizedWhitespace):
+        # the last item's comment stays on its line; the bracket keeps its indentation
+        after_last: cst.BaseParenthesizableWhitespace = close.with_changes(
+            empty_lines=[], indent=sep.indent, last_line=sep.last_line)
+        end: cst.BaseParenthesizableWhitespace = _nl(close)
+    else:  # the closing bracket follows the last item: it follows the new ones
+        after_last, end = _nl(sep), close
+    elements[-1] = last.with_changes(comma=cst.Comma(whitespace_after=after_last))
+    new = [e.with_changes(comma=cst.Comma(whitespace_after=_nl(sep))) for e in new[:-1]] + [new[-1]]
+    if trailing:
+        new[-1] = new[-1].with_changes(comma=cst.Comma(whitespace_after=end if in_comma else cst.SimpleWhitespace("")))
+    out = lit.with_changes(elements=elements + new)
+    return out if in_comma else _lit_with_close(out, end)
+
+
+def _lit_open(lit: _Lit) -> cst.BaseParenthesizableWhitespace:
     if isinstance(lit, cst.Tuple):
-        if not lit.lpar:
-            return new
-        exploded = lit.with_changes(elements=items, lpar=[lit.lpar[0].with_changes(whitespace_after=down),
-                                                          *lit.lpar[1:]])
-    elif isinstance(lit, cst.List):
-        exploded = lit.with_changes(elements=items, lbracket=lit.lbracket.with_changes(whitespace_after=down))
-    else:
-        exploded = lit.with_changes(elements=items, lbrace=lit.lbrace.with_changes(whitespace_after=down))
-    if isinstance(new, cst.Comparison):
-        last = new.comparisons[-1].with_changes(comparator=exploded)
-        return new.with_changes(comparisons=[*new.comparisons[:-1], last])
-    return exploded  # type: ignore[return-value]  # same type as new: new is lit
+        return lit.lpar[0].whitespace_after if lit.lpar else cst.SimpleWhitespace("")
+    return lit.lbracket.whitespace_after if isinstance(lit, cst.List) else lit.lbrace.whitespace_after
+
+
+def _lit_close(lit: _Lit) -> cst.BaseParenthesizableWhitespace:
+    if isinstance(lit, cst.Tuple):
+        return lit.rpar[-1].whitespace_before if lit.rpar else cst.SimpleWhitespace("")
+    return lit.rbracket.whitespace_before if isinstance(lit, cst.List) else lit.rbrace.whitespace_before
+
+
+def _lit_with_close(lit: _Lit, ws: cst.BaseParenthesizableWhitespace) -> _Lit:
+    if isinstance(lit, cst.Tuple):
+        return lit.with_changes(rpar=[*lit.rpar[:-1], lit.rpar[-1].with_changes(whitespace_before=ws)])
+    if isinstance(lit, cst.List):
+        return lit.with_changes(rbracket=lit.rbracket.with_changes(whitespace_before=ws))
+    return lit.with_changes(rbrace=lit.rbrace.with_changes(whitespace_before=ws))

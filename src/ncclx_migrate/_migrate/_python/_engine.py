@@ -62,7 +62,8 @@ def _isinstance_pgnccl(text: str) -> bool:
 
 
 # Patterns start with a literal so that the regex engine can skip ahead to it.
-_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^\n]{0,200}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
+# A literal may be laid out one item per line: up to its first closing bracket, newlines included.
+_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^)\]}]{0,400}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
 def _called(names: str) -> Callable[[str], bool]:
     """``names(`` called, or imported under an alias (``from torch.distributed import
     init_process_group as ipg``), after which the text never shows ``names(``."""
@@ -86,7 +87,7 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX110": _any(
         _all(_has("ProcessGroupNCCL"), _isinstance_pgnccl),
         _all(_has("ProcessGroupNCCL"), _re(r"ProcessGroupNCCL\s+as\s+\w"), _has("isinstance", "issubclass", "type(")),
-        _all(_has("get_backend"), _re(r"get_backend\s*\([^\n]{0,200}?\)" + _RHS)),
+        _all(_has("get_backend"), _re(r"get_backend\s*\([\s\S]{0,200}?\)" + _RHS)),
         _all(_has("get_backend"), _re(r"get_backend\s+as\s+\w"), _re(r"\)" + _RHS)),
         _all(_has("name()"), _re(r"name\(\)" + _RHS)),
         _all(_has("nccl", "Backend.NCCL"),
@@ -100,9 +101,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
         _all(_has("_get_backend("), _re(r"\.(?:uid|_is_initialized)\b")),
     ),
     "NCX112": _any(  # rarest words first ("except" and "ValueError" are in most files)
-        _all(_has("init_process_group", "new_group"), _has("ValueError"), _re(r"except[^:\n]*ValueError"),
+        _all(_has("init_process_group", "new_group"), _has("ValueError"), _re(r"except\b[^:]*ValueError"),
              _called("init_process_group|new_group")),
-        _all(_has("ReduceOp"), _has("BAND", "BOR", "BXOR"), _re(r"except[^:\n]*(?:ValueError|RuntimeError)")),
+        _all(_has("ReduceOp"), _has("BAND", "BOR", "BXOR"), _re(r"except\b[^:]*(?:ValueError|RuntimeError)")),
     ),
     "NCX113": _has("SeqNum", "milliseconds before timing out", "Heartbeat monitor timed out", "watchdog got stuck",
                    "destroy_process_group() was not called", "NOT been destroyed"),

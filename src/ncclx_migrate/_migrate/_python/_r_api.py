@@ -8,7 +8,8 @@ import libcst as cst
 
 from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
-from ._edits import fit_collection, replace_with
+from ._edits import extend_literal, replace_with
+from ._wrap import statement_expr, wrap_edit
 
 __all__: list[str] = []
 
@@ -323,16 +324,14 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         missing = [n for n in ("nccl2", "nccl-legacy", "nccl-lazy") if n not in have]
         if not missing:
             return
-        extra = ", ".join(f'"{n}"' for n in missing)
-        body = a.code(right).strip()
-        opener, closer = body[0], body[-1]
-        inner = body[1:-1].rstrip().rstrip(",")
-        new = fit_collection(a, right, cst.parse_expression(f"{opener}{inner}, {extra}{closer}"))
-        a.report(node, "NCX110", short, FixKind.SAFE, replace_with(right, new), detail=msg)
+        new = extend_literal(right, [cst.SimpleString(f'"{n}"') for n in missing])
+        a.report(node, "NCX110", short, FixKind.SAFE,
+                 [*replace_with(right, new), *wrap_edit(a, statement_expr(a, node))], detail=msg)
         return
     op_text = "not in" if neg else "in"
-    new_cmp = fit_collection(a, node, cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}"))
-    a.report(node, "NCX110", short, FixKind.SAFE, replace_with(node, new_cmp), detail=msg)
+    new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}")
+    a.report(node, "NCX110", short, FixKind.SAFE,
+             [*replace_with(node, new_cmp), *wrap_edit(a, statement_expr(a, node))], detail=msg)
 
 
 # --- NCX111 ---
@@ -565,13 +564,13 @@ def _try(a: Analyzer, node: cst.Try) -> None:
             why = "bitwise ReduceOp on NCCL raises ValueError on legacy and 2.15 nccl2, RuntimeError on 2.14 nccl2"
             short = "bitwise ReduceOp raises RuntimeError on 2.14 nccl2, not ValueError: catch both"
         t = h.type
-        if isinstance(t, cst.Tuple):
-            inner = a.code(t).strip()[1:-1].rstrip().rstrip(",")
-            new = cst.parse_expression(f"({inner}, {'RuntimeError' if has_v else 'ValueError'})")
+        new: cst.BaseExpression
+        if isinstance(t, cst.Tuple) and t.lpar:
+            new = extend_literal(t, [cst.Name("RuntimeError" if has_v else "ValueError")])
         else:
             new = cst.parse_expression("(ValueError, RuntimeError)")
-        new = fit_collection(a, t, new)
-        a.report(h, "NCX112", short, FixKind.SAFE, replace_with(t, new), detail=f"{why}; catch (ValueError, RuntimeError).")
+        a.report(h, "NCX112", short, FixKind.SAFE, [*replace_with(t, new), *wrap_edit(a, (t, h))],
+                 detail=f"{why}; catch (ValueError, RuntimeError).")
 
 
 # --- NCX113 ---

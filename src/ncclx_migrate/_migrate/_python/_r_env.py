@@ -22,6 +22,7 @@ from ._ctx import Analyzer, Edit, on
 from ._edits import remove, remove_statement, string_like
 from ._flow import resolve
 from ._scope import Scope
+from ._wrap import split_call
 
 __all__ = ["ENV_PRECHECK"]
 
@@ -72,7 +73,7 @@ def _is_environ(a: Analyzer, node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.Attribute)) and "os.environ" in a.qnames(node)
 
 
-def _keep_after(line: cst.CSTNode | None, mapping: cst.BaseExpression, key: cst.SimpleString,
+def _keep_after(a: Analyzer, line: cst.CSTNode | None, mapping: cst.BaseExpression, key: cst.SimpleString,
                 ) -> object:
     """A builder adding ``mapping.setdefault(NEW, mapping[OLD])`` on the line after ``line``.
 
@@ -87,6 +88,8 @@ def _keep_after(line: cst.CSTNode | None, mapping: cst.BaseExpression, key: cst.
         old = cst.Subscript(value=mapping, slice=[cst.SubscriptElement(cst.Index(key))])
         call = cst.Call(func=cst.Attribute(value=mapping, attr=cst.Name("setdefault")),
                         args=[cst.Arg(string_like(key, new_name)), cst.Arg(old)])
+        text = a.line(a.pos(line).start.line)
+        call = split_call(call, text[: len(text) - len(text.lstrip())], a.line_length())
         new_line = line.with_changes(body=[cst.Expr(call)], leading_lines=[],
                                      trailing_whitespace=cst.TrailingWhitespace())
         return [(line, lambda u: cst.FlattenSentinel([u, new_line]))]
@@ -132,7 +135,7 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
     line = a.parent()
     site.removal = remove_statement(node, line)
     if isinstance(node.value, (cst.SimpleString, cst.Integer)):  # same value on every run
-        site.keep_builder = _keep_after(line, t.value, idx.value)
+        site.keep_builder = _keep_after(a, line, t.value, idx.value)
 
     def add(new_name: str, key: cst.SimpleString = idx.value, sub: cst.Subscript = t) -> list[tuple[cst.CSTNode, Edit]]:
         new_target = cst.AssignTarget(
@@ -162,7 +165,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                     if (attr == "update" and isinstance(func, cst.Attribute) and isinstance(small, cst.Expr)
                             and isinstance(arg.value, (cst.SimpleString, cst.Integer))):
                         key = cst.SimpleString(f'"{arg.keyword.value}"')
-                        site.keep_builder = _keep_after(line, func.value, key)
+                        site.keep_builder = _keep_after(a, line, func.value, key)
         return
     if first.keyword is not None or not isinstance(first.value, cst.SimpleString) or len(node.args) < 2:
         return
@@ -187,7 +190,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 return [(line, lambda u: cst.FlattenSentinel([u, new_line]))]
             site.add_builder = add
             if attr == "setdefault" and isinstance(func, cst.Attribute):
-                site.keep_builder = _keep_after(line, func.value, first.value)
+                site.keep_builder = _keep_after(a, line, func.value, first.value)
 
 
 def _kw_adder(arg: cst.Arg) -> object:
