@@ -33,11 +33,13 @@ __all__ = ["explode", "split_call", "statement_expr", "wrap_edit"]
 _SLOTS: dict[type[cst.CSTNode], str] = {
     cst.If: "test", cst.While: "test", cst.Return: "value", cst.Assign: "value",
     cst.ExceptHandler: "type", cst.Expr: "value", cst.AnnAssign: "value", cst.AugAssign: "value",
+    cst.Assert: "test",
 }
 # Where black puts an expression between (invisible) parentheses it may make visible.
 _PARENS_OK = (cst.If, cst.While, cst.Return, cst.Assign)
-# What may follow the expression on its line: ":", " as name:", a comment.
-_TAIL = re.compile(r"^(?:\s+as\s+\w+)?:?\s*(?:#.*)?$")
+# What may follow the expression on its line: ":", " as name:", an assert's message without
+# brackets (black's split would open a bracket in it), a comment.
+_TAIL = re.compile(r"""^(?:\s+as\s+\w+)?:?(?:,\s*[rRbBuU]?(?:"[^"\\()\[\]{}]*"|'[^'\\()\[\]{}]*'))?\s*(?:#.*)?$""")
 _Lit = cst.Tuple | cst.List | cst.Set
 
 
