@@ -221,11 +221,13 @@ def test_discovery_skips_venv_git_ignored_and_exclude(tmp_path: Path) -> None:
     tree(tmp_path, {
         "src/a.py": TOGGLE, "node_modules/x.py": TOGGLE, ".venv/lib/y.py": TOGGLE,
         "env2/pyvenv.cfg": "", "env2/z.py": TOGGLE, "gen/ignored.py": TOGGLE, "build/b.py": TOGGLE,
-        "tests/t.py": TOGGLE, ".gitignore": "gen/\n",
+        "tests/t.py": TOGGLE, ".gitignore": "gen/\n", "dist/setup_copy.py": TOGGLE,
+        # a package named like build output (mmengine/dist/) is code, not output
+        "pkg/__init__.py": "", "pkg/dist/__init__.py": "", "pkg/dist/utils.py": TOGGLE,
     })
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     doc = json.loads(run_ncclx("migrate", "--format", "json", "--exclude", "tests", ".", cwd=tmp_path).stdout)
-    assert sorted({f["path"] for f in doc["findings"]}) == ["src/a.py"]
+    assert sorted({f["path"] for f in doc["findings"]}) == ["pkg/dist/utils.py", "src/a.py"]
 
 
 def test_symlinks_out_of_root_not_followed(tmp_path: Path) -> None:

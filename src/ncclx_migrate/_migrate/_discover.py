@@ -82,9 +82,16 @@ def _why(exc: OSError) -> str:
     return f"cannot read: {exc.strerror or exc}"
 
 
+# Build output by name, unless the folder is a Python package (mmengine's distributed code
+# lives in ``mmengine/dist/``): build/lib/... and dist/*.whl are never packages themselves.
+_OUTPUT_DIRS = frozenset({"build", "dist"})
+
+
 def _skipped_dir(path: Path) -> bool:
     """A folder the walk never enters (VCS data, virtualenvs, caches, build output)."""
     name = path.name
+    if name in _OUTPUT_DIRS:
+        return not (path / "__init__.py").is_file()
     return name in SKIP_DIRS or name.endswith(".egg-info") or _is_venv(path)
 
 

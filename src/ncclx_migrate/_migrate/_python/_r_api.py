@@ -260,6 +260,19 @@ def _is_nccl_literal(a: Analyzer, node: cst.BaseExpression) -> bool:
     return a.dist(node) == "Backend.NCCL"
 
 
+def _quote(lit: cst.BaseExpression | None) -> str:
+    """The file's quote for the names a fix adds: the one the compared literal uses."""
+    return lit.quote if isinstance(lit, cst.SimpleString) and lit.quote in ("'", '"') else '"'
+
+
+def _nccl_set(a: Analyzer, nccl: cst.BaseExpression) -> str:
+    """The four NCCL names, spelled as the file spells the one it compared against
+    (``dist.Backend.NCCL`` stays; a single-quoted "nccl" gives single quotes)."""
+    q = _quote(nccl)
+    first = f"{q}nccl{q}" if isinstance(nccl, cst.SimpleString) else a.code(nccl)
+    return "(" + ", ".join([first, *(f"{q}{n}{q}" for n in ("nccl2", "nccl-legacy", "nccl-lazy"))]) + ")"
+
+
 @on(cst.Comparison, "NCX110")
 def _compare(a: Analyzer, node: cst.Comparison) -> None:
     if len(node.comparisons) != 1:
@@ -324,12 +337,13 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         missing = [n for n in ("nccl2", "nccl-legacy", "nccl-lazy") if n not in have]
         if not missing:
             return
-        new = extend_literal(right, [cst.SimpleString(f'"{n}"') for n in missing])
+        q = _quote(next((e.value for e in right.elements if isinstance(e.value, cst.SimpleString)), None))
+        new = extend_literal(right, [cst.SimpleString(f"{q}{n}{q}") for n in missing])
         a.report(node, "NCX110", short, FixKind.SAFE,
                  [*replace_with(right, new), *wrap_edit(a, statement_expr(a, node))], detail=msg)
         return
     op_text = "not in" if neg else "in"
-    new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_NCCL_SET}")
+    new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_nccl_set(a, right)}")
     a.report(node, "NCX110", short, FixKind.SAFE,
              [*replace_with(node, new_cmp), *wrap_edit(a, statement_expr(a, node))], detail=msg)
 

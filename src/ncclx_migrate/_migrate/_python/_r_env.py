@@ -262,9 +262,12 @@ def _pg_creation(a: Analyzer, node: cst.Call) -> None:
 # --- findings ---
 def _finish(a: Analyzer) -> None:
     sites = _sites(a)
-    # A replacement name anywhere in the file (set, or read back) means the pair is handled
-    # here already; textual on purpose, so a second --write never adds it twice.
-    set_names = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.source}
+    # A replacement name set anywhere in the file means the pair is handled here already;
+    # textual on purpose, so a second --write never adds it twice.  One only read back
+    # (`NEW in os.environ`) does not: the old name is still reported, its fix unsafe.
+    named = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.source}
+    set_names = {n for n in named if _sets_textually(a.source, n)}
+    read_names = named - set_names
     reads_toggle = _reads(a, TOGGLE_VAR)
     counts = Counter(site.name for site in sites)
     for site in sites:
@@ -276,7 +279,16 @@ def _finish(a: Analyzer) -> None:
             # Set once and never removed: a later set or unset of the old name would not
             # reach a new name that an earlier fix already gave a value.
             alone = counts[site.name] == 1 and not _unsets(a, site.name)
-            _other(a, site, row, set_names, alone)
+            _other(a, site, row, set_names, alone, read_names)
+
+
+def _sets_textually(source: str, name: str) -> bool:
+    """Does ``source`` give ``name`` a value anywhere (a subscript set, setdefault/putenv/
+    setenv, a keyword or a dict entry)?  Textual, generous: a set it misses is added twice."""
+    n = re.escape(name)
+    pat = (rf"['\"]{n}['\"]\s*\]\s*=(?!=)|(?:setdefault|putenv|setenv)\(\s*['\"]{n}['\"]"
+           rf"|\b{n}\s*=(?!=)|['\"]{n}['\"]\s*:")
+    return re.search(pat, source) is not None
 
 
 def _reads(a: Analyzer, name: str) -> bool:
@@ -351,7 +363,8 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
                  '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail)
 
 
-def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bool) -> None:
+def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bool,
+           read_names: set[str]) -> None:
     code = row.py_code
     rep = row.replacement
     o = a.options
@@ -381,6 +394,11 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
                      [(key, lambda u: string_like(key, rep))], detail=detail)
             return
     if row.fix is Fix.ADD and rep is not None and keep is not None:
+        if rep in read_names:  # code here looks at the new name: giving it a value changes that
+            a.report(site.node, code, msg, FixKind.UNSAFE, keep(rep),
+                     detail=detail + f" The file reads {rep} back (e.g. `{rep} in os.environ`), so adding it "
+                     "changes what that code sees: unsafe.")
+            return
         a.report(site.node, code, msg, FixKind.SAFE, keep(rep), detail=detail)
         return
     if row.fix is Fix.ADD and rep is not None and builder is not None:

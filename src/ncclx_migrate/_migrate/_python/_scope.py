@@ -134,8 +134,30 @@ class Scopes:
             if head in s.imports:
                 q = s.imports[head]
                 return f"{q}.{rest}" if rest else q
+            alias = self._torch_alias(head, s)
+            if alias is not None:
+                return f"{alias}.{rest}" if rest else alias
         if head in _BUILTINS:
             return f"builtins.{dotted}"
+        return None
+
+    def _torch_alias(self, name: str, scope: Scope) -> str | None:
+        """``torch._C._distributed_c10d`` for ``c10d`` bound once, by ``c10d =
+        torch._C._distributed_c10d`` (a torch module or member through an import)."""
+        values = scope.assigns.get(name, ())
+        if len(values) != 1 or scope.others.get(name) or name in scope.shadows:
+            return None
+        dotted = _dotted(values[0])
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        for s in self._visible(scope):
+            if head in s.imports:
+                q = s.imports[head]
+                q = f"{q}.{rest}" if rest else q
+                return q if q.startswith("torch.") else None
+            if head in s.shadows or head in s.assigns:
+                return None
         return None
 
     def single_value(self, name: str, scope: Scope) -> cst.BaseExpression | None:
