@@ -102,6 +102,9 @@ class EnvAssign:
     # (``NEW="${NEW-$OLD}"``): what torch reads (NEW, then OLD) stays the same whatever the
     # job inherits.  Only these make the add fix safe; ``add`` overwrites NEW (unsafe).
     keep_add: KeepFn | None = None
+    # False for a Dockerfile ``ARG``: a build argument is in the environment of the build's
+    # ``RUN`` commands only, never the container's, so only its backend value is checked.
+    sets_env: bool = True
 
 
 @dataclass
@@ -150,7 +153,7 @@ class Collector:
     # ------------------------------------------------------------------ rules
     def _hits(self) -> list[_Hit]:
         hits: list[_Hit] = []
-        assigned = {a.name for a in self.assigns} | self.also_assigned
+        assigned = {a.name for a in self.assigns if a.sets_env} | self.also_assigned
         sites = Counter(a.name for a in self.assigns)
         names = "|".join(sorted({re.escape(a.name) for a in self.assigns if a.name}))
         unset = {m.group(1) for m in re.finditer(_UNSET.format(names=names), self.text)} if names else set()
@@ -248,6 +251,8 @@ def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool) -
             hit = _backend_hit(use, options)
             if hit is not None:
                 hits.append(hit)
+    if not a.sets_env:
+        return hits
     if a.name == TOGGLE_VAR:
         hit = _toggle_hit(a, options)
         if hit is not None:
