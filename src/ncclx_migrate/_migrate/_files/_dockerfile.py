@@ -110,7 +110,9 @@ def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
             scan_shell_range(ctx, m.start() + 1, m.end() - 1)
             ctx.quotable = quotable
         words.append(Word(m.start() + 1, m.end() - 1, inner, value))
+    refs, ctx.refs = ctx.refs, ""  # no shell: "$B" in an exec-form argv stays as written
     analyze_words(ctx, words)
+    ctx.refs = refs
     return True
 
 

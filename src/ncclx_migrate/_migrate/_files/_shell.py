@@ -23,6 +23,7 @@ from ._checks import (
     Collector,
     EnvAssign,
     backend_value_spans,
+    is_backend_key,
     is_strong_device_list,
     mentions_backend,
 )
@@ -48,6 +49,12 @@ _DASH_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec, -xc
 _PRINTERS = {"echo", "printf", "logger", "log", "info", "warn", "die"}  # messages, not argv
 _BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
 _DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
+# A whole word that is one variable's value, by who expands it: the shell ($B, ${B},
+# "$B") or Kubernetes in a container's command/args ($(B)).
+_REFS = {
+    "shell": re.compile(r'"?\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})"?'),
+    "k8s": re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)()"),
+}
 
 
 @dataclass
@@ -68,7 +75,8 @@ class Ctx:
     """What the analyser needs to build edits: the whole text and where findings go."""
 
     def __init__(self, text: str, sink: Collector, *, stray: bool = True, in_cell: str = "",
-                 lines_ok: bool = True, env_fixes: bool = True, quotable: bool = True) -> None:
+                 lines_ok: bool = True, env_fixes: bool = True, quotable: bool = True,
+                 refs: str = "shell") -> None:
         self.text = text
         self.index = LineIndex(text)
         self.nl = newline_of(text)
@@ -79,6 +87,15 @@ class Ctx:
         self.env_fixes = env_fixes  # False for argv lists (a YAML sequence item is one word)
         # `"` and `$` may be added (not inside a double-quoted `bash -c "..."` or YAML scalar)
         self.quotable = quotable
+        # Which variable references expand here ("shell", "k8s"; "" where none does:
+        # an exec-form argv, a compose file that interpolates from the host)
+        self.refs = refs
+
+    def ref(self, raw: str) -> str | None:
+        """The variable ``raw`` (a whole word or value) expands to, if it is just that."""
+        pattern = _REFS.get(self.refs)
+        m = pattern.fullmatch(raw) if pattern is not None else None
+        return (m.group(1) or m.group(2)) if m is not None else None
 
 
 # ----------------------------------------------------------------------------- lexer
@@ -408,6 +425,10 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
             return None
         return [_remove_word(ctx, w.start, w.end)]
 
+    if value is None and is_backend_key(name):  # DIST_BACKEND="$B"
+        ref = ctx.ref(raw_value)
+        if ref is not None:
+            ctx.sink.backend_ref(ref, name)
     ctx.sink.env(EnvAssign(
         name, name_start, value, raw_value, name_start + len(name) + 1,
         dm.group(1) if dm else None, add if ctx.env_fixes else None,
@@ -536,7 +557,10 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
         if raw.startswith("--env=") and _ASSIGN.match(raw[len("--env="):]):
             _emit_word_assign(ctx, words, k, "--env=")
             continue
-        if v is None or not mentions_backend(v):
+        if v is None:
+            _backend_ref(ctx, words, k)
+            continue
+        if not mentions_backend(v):
             continue
         m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
         if m is not None:
@@ -548,6 +572,22 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
                 continue
         if ctx.stray and words[i].value not in _PRINTERS:
             _backend_in_word(ctx, w, 0, "an argument", is_strong_device_list(v), stray=True)
+
+
+def _backend_ref(ctx: Ctx, words: list[Word], k: int) -> None:
+    """``--backend "$B"``, ``--dist-backend=$B``, ``trainer.backend=${B}``: B's value is
+    a backend value (the assignment of B is where it is reported)."""
+    raw = words[k].raw
+    m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
+    if m is not None:
+        name = ctx.ref(raw[m.end() :])
+        if name is not None:
+            ctx.sink.backend_ref(name, m.group(1))
+        return
+    prev = words[k - 1].value if k > 0 else None
+    name = ctx.ref(raw)
+    if name is not None and prev is not None and _FLAG.match(prev):
+        ctx.sink.backend_ref(name, prev)
 
 
 def _scan_script_word(ctx: Ctx, w: Word) -> None:
