@@ -47,6 +47,7 @@ _ENV_FLAGS = {"-e", "--env", "-x"}  # docker/podman/apptainer run -e, mpirun -x
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 _DASH_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec, -xc
 _PRINTERS = {"echo", "printf", "logger", "log", "info", "warn", "die"}  # messages, not argv
+_TESTS = {"[", "[[", "test"}  # `[ "$B" = nccl-legacy ]`: a value compared against, not passed
 _BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
 _DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
 # A whole word that is one variable's value, by who expands it: the shell ($B, ${B},
@@ -205,11 +206,14 @@ def _skip_heredocs(text: str, i: int, end: int, docs: list[tuple[str, bool]]) ->
 
 
 def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
-    """Commands (lists of words) in ``text[start:end]``; offsets are absolute."""
+    """Commands (lists of words) in ``text[start:end]``; offsets are absolute.  The
+    patterns of a ``case`` (``nccl2|nccl-legacy)``) are values compared against, not
+    commands: they are dropped."""
     end = len(text) if end is None else end
     cmds: list[Command] = []
     words: list[Word] = []
     heredocs: list[tuple[str, bool]] = []
+    cases: list[bool] = []  # per open `case`: True while its next words are patterns
 
     def flush() -> None:
         nonlocal words
@@ -258,6 +262,15 @@ def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
                 heredocs.append((delim, strip))
             i = max(wend, i + 2)
             continue
+        if cases and cases[-1] and c in "(|)":  # `(a|b)` around and between patterns
+            cases[-1] = c != ")"
+            i += 1
+            continue
+        if cases and not cases[-1] and text.startswith((";;", ";&"), i):  # `;;`, `;&`, `;;&`
+            flush()
+            cases[-1] = True
+            i += 3 if text.startswith(";;&", i) else 2
+            continue
         if c in "<>":
             i += 2 if text[i + 1 : i + 2] in ("&", "|", ">") else 1
             continue
@@ -269,7 +282,13 @@ def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
         if j == i:
             i += 1
             continue
-        words.append(Word(i, j, text[i:j], value))
+        if cases and (cases[-1] or not words) and value == "esac":
+            cases.pop()
+        elif not (cases and cases[-1]):
+            words.append(Word(i, j, text[i:j], value))
+            if len(words) == 3 and words[0].value == "case" and value == "in":
+                words = []
+                cases.append(True)
         i = j
     flush()
     return cmds
@@ -570,7 +589,8 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
         if prev is not None and prev.value is not None and _FLAG.match(prev.value):
             if _backend_in_word(ctx, w, 0, prev.value, True):
                 continue
-        if ctx.stray and words[i].value not in _PRINTERS:
+        tested = words[i].value in _TESTS or words[-1].value in ("]", "]]")  # `[[ a && b ]]`
+        if ctx.stray and words[i].value not in _PRINTERS and not tested:
             _backend_in_word(ctx, w, 0, "an argument", is_strong_device_list(v), stray=True)
 
 
