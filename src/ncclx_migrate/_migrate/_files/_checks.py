@@ -102,6 +102,9 @@ class EnvAssign:
     # (``NEW="${NEW-$OLD}"``): what torch reads (NEW, then OLD) stays the same whatever the
     # job inherits.  Only these make the add fix safe; ``add`` overwrites NEW (unsafe).
     keep_add: KeepFn | None = None
+    # False for a Dockerfile ``ARG``: a build argument is in the environment of the build's
+    # ``RUN`` commands only, never the container's, so only its backend value is checked.
+    sets_env: bool = True
 
 
 @dataclass
@@ -114,6 +117,14 @@ class BackendUse:
     name: str = LEGACY  # which backend name (WATCHED)
     also_lines: tuple[int, ...] = ()
     in_cell: str = ""
+
+
+@dataclass
+class _Via:
+    """A variable whose value reaches a backend position (``--backend "$B"``)."""
+
+    where: str  # the first flag or key it reaches, for the message
+    fixable: bool  # every reference to it in the file is a backend position
 
 
 @dataclass
@@ -140,6 +151,9 @@ class Collector:
     # Names set elsewhere in the same file that this collector does not see (notebooks:
     # other cells), so that a replacement added there counts as present here.
     also_assigned: frozenset[str] = frozenset()
+    # Variables referenced (``$B``, ``${B}``) where a backend value is expected, with the
+    # flag or key each reference is the value of.
+    backend_refs: dict[str, list[str]] = field(default_factory=dict)
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -147,17 +161,31 @@ class Collector:
     def backend(self, b: BackendUse) -> None:
         self.backends.append(b)
 
+    def backend_ref(self, name: str, where: str) -> None:
+        self.backend_refs.setdefault(name, []).append(where)
+
+    def _via(self, name: str, sites: int) -> _Via | None:
+        """How the value assigned to ``name`` is followed to a backend position: fixable
+        where it is assigned at one place and every reference to it anywhere in the text
+        (comments included) is one of those positions, so changing the value changes
+        nothing else that this file shows."""
+        wheres = self.backend_refs.get(name)
+        if not wheres or not name:
+            return None
+        refs = len(re.findall(rf"\$\{{?{re.escape(name)}\b|\$\({re.escape(name)}\)", self.text))
+        return _Via(f"{name}, passed to {wheres[0]}", sites == 1 and refs == len(wheres))
+
     # ------------------------------------------------------------------ rules
     def _hits(self) -> list[_Hit]:
         hits: list[_Hit] = []
-        assigned = {a.name for a in self.assigns} | self.also_assigned
+        assigned = {a.name for a in self.assigns if a.sets_env} | self.also_assigned
         sites = Counter(a.name for a in self.assigns)
         names = "|".join(sorted({re.escape(a.name) for a in self.assigns if a.name}))
         unset = {m.group(1) for m in re.finditer(_UNSET.format(names=names), self.text)} if names else set()
         seen: set[tuple[int, str]] = set()
         for a in self.assigns:
             alone = sites[a.name] == 1 and a.name not in unset and a.name not in self.also_assigned
-            for hit in _env_hits(a, assigned, self.options, alone):
+            for hit in _env_hits(a, assigned, self.options, alone, self._via(a.name, sites[a.name])):
                 key = (hit.offset, hit.code)
                 if key not in seen:
                     seen.add(key)
@@ -234,20 +262,26 @@ def _remove(a: EnvAssign) -> list[Edit] | None:
     return a.remove() if a.remove is not None else None
 
 
-def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool) -> list[_Hit]:
+def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool,
+              via: _Via | None = None) -> list[_Hit]:
     hits: list[_Hit] = []
     if a.value is not None and mentions_backend(a.value) and a.value_start >= 0:
         # raw_value may carry quotes: find the literal in the raw text.
         base = a.value_start + a.raw_value.find(a.value) if a.value in a.raw_value else -1
         fixable = is_backend_key(a.name) or is_strong_device_list(a.value)
+        where = a.name or "a value"
+        if not fixable and via is not None:  # `B=nccl2 ... --backend "$B"`
+            fixable, where = via.fixable, via.where
         for s, name in backend_value_spans(a.value) if base >= 0 else []:
-            if name == NCCL2 and not (fixable or is_device_list(a.value)):
+            if name == NCCL2 and not (fixable or via or is_device_list(a.value)):
                 continue  # a bare "nccl2" (a job or container name?) is not reported
-            use = BackendUse(base + s, fixable, a.name or "a value", name=name,
+            use = BackendUse(base + s, fixable, where, name=name,
                              also_lines=a.also_lines, in_cell=a.in_cell)
             hit = _backend_hit(use, options)
             if hit is not None:
                 hits.append(hit)
+    if not a.sets_env:
+        return hits
     if a.name == TOGGLE_VAR:
         hit = _toggle_hit(a, options)
         if hit is not None:

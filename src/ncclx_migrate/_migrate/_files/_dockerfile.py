@@ -1,12 +1,22 @@
-"""Dockerfiles: ``ENV``/``ARG`` (``ENV K=V ...`` and the legacy ``ENV K V``), and the
+"""Dockerfiles: ``ENV`` (``ENV K=V ...`` and the legacy ``ENV K V``), ``ARG``, and the
 commands of ``RUN``/``CMD``/``ENTRYPOINT`` in shell form (lexed as shell) or exec form
 (a JSON argv).  A suppression comment may sit on the instruction's line (shell form
-only: Docker passes it to the shell) or on the comment line directly above it."""
+only: Docker passes it to the shell) or on the comment line directly above it.
+
+An ``ARG`` is a build argument: it is in the environment of the build's ``RUN`` commands
+only, never the container's, so it sets no job's environment (only its backend value is
+checked).  It reaches the image through an ``ENV`` that names it (``ENV X=$A``,
+``ENV X=${A:-d}``): that ``ENV`` is the finding, with the ``ARG``'s default as its
+default.  Scope as Docker's: an ``ARG`` holds from its line to the end of its stage (a
+stage ``FROM`` another one inherits its ``ARG``s and ``ENV``s); one declared before the
+first ``FROM`` is seen in a stage only where the stage declares it again (``ARG A``), and
+an ``ENV`` of the same name overrides an ``ARG``."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 
 from ._checks import Collector, EnvAssign
 from ._shell import (
@@ -25,6 +35,36 @@ __all__ = ["scan_dockerfile"]
 _INSTR = re.compile(r"\s*([A-Za-z]+)(\s+|$)")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _JSON_STR = re.compile(r'"(?:[^"\\]|\\.)*"')
+# FROM [--platform=...] image [AS name]
+_FROM = re.compile(r"(?:--\S+\s+)*(\S+)(?:\s+as\s+(\S+))?\s*$", re.IGNORECASE)
+# A whole value that is one variable: $A, ${A}, ${A:-word} (optionally double-quoted).
+_REF = re.compile(r'"?\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$`"\'\\]*))?\})"?')
+
+
+@dataclass
+class _Scope:
+    """The variables of one build stage, as far as a value can be read from them."""
+
+    args: dict[str, str | None] = field(default_factory=dict)  # ARG -> literal default
+    envs: set[str] = field(default_factory=set)  # names an ENV set (they override an ARG)
+
+    def copy(self) -> _Scope:
+        return _Scope(dict(self.args), set(self.envs))
+
+    def default_of(self, raw_value: str) -> str | None:
+        """The value ``raw_value`` takes when the build passes no ``--build-arg``, where it
+        is one ``ARG`` (``$A``, ``${A}``) or ``${A:-word}``; None when unknown."""
+        m = _REF.fullmatch(raw_value.strip())
+        if m is None:
+            return None
+        name = m.group(1) or m.group(2)
+        word = m.group(3)
+        if name in self.envs:
+            return None  # an ENV's value (maybe itself computed) wins over the ARG
+        default = self.args.get(name)
+        if word is None:
+            return default
+        return default or word
 
 
 def _instructions(index: LineIndex) -> list[tuple[int, int]]:
@@ -70,7 +110,9 @@ def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
             scan_shell_range(ctx, m.start() + 1, m.end() - 1)
             ctx.quotable = quotable
         words.append(Word(m.start() + 1, m.end() - 1, inner, value))
+    refs, ctx.refs = ctx.refs, ""  # no shell: "$B" in an exec-form argv stays as written
     analyze_words(ctx, words)
+    ctx.refs = refs
     return True
 
 
@@ -78,6 +120,9 @@ def scan_dockerfile(text: str, sink: Collector) -> None:
     index = LineIndex(text)
     ctx = Ctx(text, sink)
     continued_lines(text, sink)
+    global_args = _Scope()  # ARGs before the first FROM
+    scope: _Scope | None = None  # the current stage's (None before the first FROM)
+    stages: dict[str, _Scope] = {}
     for first, last in _instructions(index):
         if first > 0 and index.line_text(first - 1).lstrip().startswith("#"):
             for n in range(first, last + 1):
@@ -92,11 +137,19 @@ def scan_dockerfile(text: str, sink: Collector) -> None:
         if keyword in ("RUN", "CMD", "ENTRYPOINT"):
             if not _exec_form(ctx, body, end):
                 scan_shell_range(ctx, body, end)
+        elif keyword == "FROM":
+            fm = _FROM.match(text[body:end].strip())
+            base = stages.get(fm.group(1).lower()) if fm else None
+            scope = base.copy() if base is not None else _Scope()
+            if fm and fm.group(2):
+                stages[fm.group(2).lower()] = scope
         elif keyword in ("ENV", "ARG"):
-            _env(ctx, keyword, first, last, body, end)
+            _env(ctx, keyword, first, last, body, end, scope or global_args,
+                 global_args if scope is not None else None)
 
 
-def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int) -> None:
+def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, scope: _Scope,
+         global_args: _Scope | None) -> None:
     text = ctx.text
     index = ctx.index
     single_line = first == last
@@ -121,8 +174,10 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int) ->
                 return None
             return [_drop_lines(ctx, first, last)]
 
-        ctx.sink.env(EnvAssign(name, start, value, raw_value, value_start, None, add_legacy,
-                               remove_legacy))
+        ctx.sink.env(EnvAssign(name, start, value, raw_value, value_start,
+                               scope.default_of(raw_value) if value is None else None,
+                               add_legacy, remove_legacy))
+        scope.envs.add(name)
         return
     words: list[Word] = []
     i = start
@@ -136,6 +191,10 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int) ->
             continue
         words.append(Word(i, j, text[i:j], value))
         i = j
+    if keyword == "ARG":
+        for w in words:  # `ARG A` in a stage takes the global default of A, if any
+            if not _ASSIGN.match(w.raw) and w.value is not None:
+                scope.args[w.value] = global_args.args.get(w.value) if global_args else None
     assigns = [w for w in words if _ASSIGN.match(w.raw)]
     for w in assigns:
         m = _ASSIGN.match(w.raw)
@@ -162,8 +221,13 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int) ->
                 return None
             return [remove_word(index, w.start, w.end)]
 
+        default = scope.default_of(raw_value) if value is None else None
+        if keyword == "ARG":
+            scope.args[name] = value if value is not None else default
+        else:
+            scope.envs.add(name)
         ctx.sink.env(EnvAssign(name, w.start, value, raw_value, w.start + len(name) + 1,
-                               None, add, remove))
+                               default, add, remove, sets_env=keyword == "ENV"))
 
 
 def ctx_line_insert(ctx: Ctx, line: int, row: str) -> Edit:

@@ -2,7 +2,8 @@
 environment variables or pass a backend name.
 
 Understood: ``export/declare -x/local/readonly X=Y``, prefix assignments ``X=Y cmd``,
-``env [-i] [-u N] X=Y cmd``, Slurm ``--export=ALL,X=Y`` (also in ``#SBATCH`` lines),
+``env [-i] [-u N] X=Y cmd``, ``sudo [opts] X=Y cmd``, ``eval`` of a literal string,
+Slurm ``--export=ALL,X=Y`` (also in ``#SBATCH`` lines),
 ``docker/podman run -e X=Y`` / ``--env X=Y``, ``mpirun -x X=Y``, ``${X:=d}`` defaults,
 ``--backend nccl-legacy`` / ``--dist-backend=nccl-legacy`` and hydra-style
 ``trainer.backend=nccl-legacy``.  Quotes, ``$(..)``, ``${..}``, backticks, line
@@ -23,6 +24,7 @@ from ._checks import (
     Collector,
     EnvAssign,
     backend_value_spans,
+    is_backend_key,
     is_strong_device_list,
     mentions_backend,
 )
@@ -46,8 +48,20 @@ _ENV_FLAGS = {"-e", "--env", "-x"}  # docker/podman/apptainer run -e, mpirun -x
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 _DASH_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec, -xc
 _PRINTERS = {"echo", "printf", "logger", "log", "info", "warn", "die"}  # messages, not argv
+_ENV_ARG = {"-u", "--unset", "-C", "--chdir"}  # env options that take the next word
+# sudo options that take a value (`-u root`, `-uroot`, `--user root`, `--user=root`)
+_SUDO_ARG = set("CDgpRrtTUu")
+_SUDO_LONG_ARG = {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot",
+                  "--role", "--type", "--command-timeout", "--other-user", "--user"}
+_TESTS = {"[", "[[", "test"}  # `[ "$B" = nccl-legacy ]`: a value compared against, not passed
 _BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
 _DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
+# A whole word that is one variable's value, by who expands it: the shell ($B, ${B},
+# "$B") or Kubernetes in a container's command/args ($(B)).
+_REFS = {
+    "shell": re.compile(r'"?\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})"?'),
+    "k8s": re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)()"),
+}
 
 
 @dataclass
@@ -68,7 +82,8 @@ class Ctx:
     """What the analyser needs to build edits: the whole text and where findings go."""
 
     def __init__(self, text: str, sink: Collector, *, stray: bool = True, in_cell: str = "",
-                 lines_ok: bool = True, env_fixes: bool = True, quotable: bool = True) -> None:
+                 lines_ok: bool = True, env_fixes: bool = True, quotable: bool = True,
+                 refs: str = "shell") -> None:
         self.text = text
         self.index = LineIndex(text)
         self.nl = newline_of(text)
@@ -79,6 +94,21 @@ class Ctx:
         self.env_fixes = env_fixes  # False for argv lists (a YAML sequence item is one word)
         # `"` and `$` may be added (not inside a double-quoted `bash -c "..."` or YAML scalar)
         self.quotable = quotable
+        # The safe add form NEW="${NEW-$OLD}" may be offered (False inside an `eval` string:
+        # fixes there stay unsafe)
+        self.defers = True
+        # `eval` and its string when that string is one command: removing the command
+        # removes the whole `eval` statement (not `eval ":"`)
+        self.outer: list[Word] | None = None
+        # Which variable references expand here ("shell", "k8s"; "" where none does:
+        # an exec-form argv, a compose file that interpolates from the host)
+        self.refs = refs
+
+    def ref(self, raw: str) -> str | None:
+        """The variable ``raw`` (a whole word or value) expands to, if it is just that."""
+        pattern = _REFS.get(self.refs)
+        m = pattern.fullmatch(raw) if pattern is not None else None
+        return (m.group(1) or m.group(2)) if m is not None else None
 
 
 # ----------------------------------------------------------------------------- lexer
@@ -188,11 +218,14 @@ def _skip_heredocs(text: str, i: int, end: int, docs: list[tuple[str, bool]]) ->
 
 
 def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
-    """Commands (lists of words) in ``text[start:end]``; offsets are absolute."""
+    """Commands (lists of words) in ``text[start:end]``; offsets are absolute.  The
+    patterns of a ``case`` (``nccl2|nccl-legacy)``) are values compared against, not
+    commands: they are dropped."""
     end = len(text) if end is None else end
     cmds: list[Command] = []
     words: list[Word] = []
     heredocs: list[tuple[str, bool]] = []
+    cases: list[bool] = []  # per open `case`: True while its next words are patterns
 
     def flush() -> None:
         nonlocal words
@@ -241,6 +274,15 @@ def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
                 heredocs.append((delim, strip))
             i = max(wend, i + 2)
             continue
+        if cases and cases[-1] and c in "(|)":  # `(a|b)` around and between patterns
+            cases[-1] = c != ")"
+            i += 1
+            continue
+        if cases and not cases[-1] and text.startswith((";;", ";&"), i):  # `;;`, `;&`, `;;&`
+            flush()
+            cases[-1] = True
+            i += 3 if text.startswith(";;&", i) else 2
+            continue
         if c in "<>":
             i += 2 if text[i + 1 : i + 2] in ("&", "|", ">") else 1
             continue
@@ -252,7 +294,13 @@ def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
         if j == i:
             i += 1
             continue
-        words.append(Word(i, j, text[i:j], value))
+        if cases and (cases[-1] or not words) and value == "esac":
+            cases.pop()
+        elif not (cases and cases[-1]):
+            words.append(Word(i, j, text[i:j], value))
+            if len(words) == 3 and words[0].value == "case" and value == "in":
+                words = []
+                cases.append(True)
         i = j
     flush()
     return cmds
@@ -342,6 +390,7 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
     prefix = "--env=" if mode == "--env=" else ""
     name_start = w.start + off
     quotable = ctx.quotable  # read now: the edits are built after the scan
+    outer = ctx.outer
 
     def add(new: str) -> list[Edit] | None:
         lone = _lone_line(ctx, words) if mode == "statement" else None
@@ -366,8 +415,10 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
             return None
         head = [x for x in body if not _ASSIGN.match(x.raw)]
         if mode == "env":  # `env [X=1 ...] cmd`: no -i/-u in front (they change what is inherited)
-            at = next(n for n, x in enumerate(words) if x.value == "env")
-            if not all(_ASSIGN.match(x.raw) for x in words[at + 1 : k]):
+            # A bare `env` only: the differential harness (tests/migrate) checks that form;
+            # `/usr/bin/env` would run outside it.
+            at = next((n for n, x in enumerate(words) if x.value == "env"), None)
+            if at is None or not all(_ASSIGN.match(x.raw) for x in words[at + 1 : k]):
                 return None
         elif mode != "statement":
             return None  # docker -e / mpirun -x: NEW reaches the job only from this flag
@@ -403,16 +454,20 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
             (h.value or "").startswith("-") for h in head[1:])
         if len(assigns) == 1 and (not head or (mode == "statement" and declare_only)):
             # Nothing useful would be left: `export` alone prints every variable.
-            return _drop_statement(ctx, body)
+            return _drop_statement(ctx, outer or body)
         if mode == "statement" and head and head[0].value in _DECLARE and len(assigns) == 1:
             return None
         return [_remove_word(ctx, w.start, w.end)]
 
+    if value is None and is_backend_key(name):  # DIST_BACKEND="$B"
+        ref = ctx.ref(raw_value)
+        if ref is not None:
+            ctx.sink.backend_ref(ref, name)
     ctx.sink.env(EnvAssign(
         name, name_start, value, raw_value, name_start + len(name) + 1,
         dm.group(1) if dm else None, add if ctx.env_fixes else None,
         remove if ctx.env_fixes else None, in_cell=ctx.in_cell,
-        keep_add=keep_add if ctx.env_fixes else None,
+        keep_add=keep_add if ctx.env_fixes and ctx.defers else None,
     ))
 
 
@@ -491,23 +546,28 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
             _emit_word_assign(ctx, words, i, "statement")
             done.add(i)
             i += 1
-        if i < len(words) and words[i].value in _DECLARE:
+        head = os.path.basename(words[i].value or "") if i < len(words) else ""
+        if head in _DECLARE:
             for k in range(i + 1, len(words)):
                 if _ASSIGN.match(words[k].raw):
                     _emit_word_assign(ctx, words, k, "statement")
                     done.add(k)
-        elif i < len(words) and words[i].value == "env":
-            k = i + 1
-            while k < len(words):
-                opt = words[k].value or ""
-                if _ASSIGN.match(words[k].raw):
-                    _emit_word_assign(ctx, words, k, "env")
-                    done.add(k)
-                elif opt in ("-u", "--unset"):
-                    k += 1
-                elif not opt.startswith("-"):
-                    break
+        elif head == "env":
+            _env_command(ctx, words, i, "env", done)
+        elif head == "sudo":
+            # `sudo [opts] X=v cmd` sets X for cmd (sudo's policy may refuse it: then sudo
+            # fails).  Fixes stay unsafe: what sudo passes on of the caller's environment
+            # (env_reset, env_keep, -E) is its policy's, so NEW="${NEW-v}" would not defer.
+            k = _sudo_command(words, i)
+            while k < len(words) and _ASSIGN.match(words[k].raw):
+                _emit_word_assign(ctx, words, k, "sudo")
+                done.add(k)
                 k += 1
+            if k < len(words) and os.path.basename(words[k].value or "") == "env":
+                _env_command(ctx, words, k, "sudo", done)
+        elif head == "eval":
+            _eval(ctx, words, i)
+            done.update(range(i + 1, len(words)))
     for k in range(i, len(words)):
         w = words[k]
         v = w.value
@@ -536,7 +596,10 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
         if raw.startswith("--env=") and _ASSIGN.match(raw[len("--env="):]):
             _emit_word_assign(ctx, words, k, "--env=")
             continue
-        if v is None or not mentions_backend(v):
+        if v is None:
+            _backend_ref(ctx, words, k)
+            continue
+        if not mentions_backend(v):
             continue
         m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
         if m is not None:
@@ -546,12 +609,77 @@ def analyze_words(ctx: Ctx, words: list[Word], directive: bool = False) -> None:
         if prev is not None and prev.value is not None and _FLAG.match(prev.value):
             if _backend_in_word(ctx, w, 0, prev.value, True):
                 continue
-        if ctx.stray and words[i].value not in _PRINTERS:
+        tested = words[i].value in _TESTS or words[-1].value in ("]", "]]")  # `[[ a && b ]]`
+        if ctx.stray and words[i].value not in _PRINTERS and not tested:
             _backend_in_word(ctx, w, 0, "an argument", is_strong_device_list(v), stray=True)
 
 
-def _scan_script_word(ctx: Ctx, w: Word) -> None:
-    """The script of ``bash -c '...'`` / ``sh -c "..."``: one quoted word holding commands."""
+def _env_command(ctx: Ctx, words: list[Word], at: int, mode: str, done: set[int]) -> None:
+    """``env [-i] [-u N] [-C DIR] X=v ... cmd``: ``words[at]`` is ``env``."""
+    k = at + 1
+    while k < len(words):
+        opt = words[k].value or ""
+        if _ASSIGN.match(words[k].raw):
+            _emit_word_assign(ctx, words, k, mode)
+            done.add(k)
+        elif opt in _ENV_ARG:
+            k += 1
+        elif not opt.startswith("-"):
+            break
+        k += 1
+
+
+def _sudo_command(words: list[Word], at: int) -> int:
+    """The index of the first word after sudo's options (``words[at]`` is ``sudo``)."""
+    k = at + 1
+    while k < len(words):
+        opt = words[k].value
+        if opt is None or not opt.startswith("-") or opt == "-":
+            return k
+        if opt == "--":
+            return k + 1
+        if opt.startswith("--"):
+            k += 2 if opt in _SUDO_LONG_ARG else 1
+            continue
+        letters = opt[1:]
+        takes = next((n for n, ch in enumerate(letters) if ch in _SUDO_ARG), -1)
+        k += 2 if takes == len(letters) - 1 else 1  # `-u root`, but `-uroot` is one word
+    return k
+
+
+def _eval(ctx: Ctx, words: list[Word], at: int) -> None:
+    """``eval 'export X=v'`` / ``eval export X=v``: a literal string is run as shell code
+    in this shell.  Its fixes stay unsafe (none of the safe add form)."""
+    args = words[at + 1 :]
+    defers, outer, ctx.defers = ctx.defers, ctx.outer, False
+    if len(args) == 1 and args[0].raw[:1] in "'\"":
+        one = len(lex(ctx.text, args[0].start + 1, args[0].end - 1)) == 1
+        _scan_script_word(ctx, args[0], words[at:] if one else None)
+    elif args and all(w.value is not None and w.value == w.raw for w in args):
+        ctx.outer = words[at:]
+        analyze_words(ctx, args)  # plain words: eval joins them and reads the same words
+    ctx.defers, ctx.outer = defers, outer
+
+
+def _backend_ref(ctx: Ctx, words: list[Word], k: int) -> None:
+    """``--backend "$B"``, ``--dist-backend=$B``, ``trainer.backend=${B}``: B's value is
+    a backend value (the assignment of B is where it is reported)."""
+    raw = words[k].raw
+    m = _FLAG_EQ.match(raw) or _OVERRIDE.match(raw)
+    if m is not None:
+        name = ctx.ref(raw[m.end() :])
+        if name is not None:
+            ctx.sink.backend_ref(name, m.group(1))
+        return
+    prev = words[k - 1].value if k > 0 else None
+    name = ctx.ref(raw)
+    if name is not None and prev is not None and _FLAG.match(prev):
+        ctx.sink.backend_ref(name, prev)
+
+
+def _scan_script_word(ctx: Ctx, w: Word, outer_cmd: list[Word] | None = None) -> None:
+    """The script of ``bash -c '...'`` / ``sh -c "..."`` / ``eval '...'``: one quoted word
+    holding commands; ``outer_cmd`` is the ``eval`` command when the script is one command."""
     raw = w.raw
     if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0]:
         return
@@ -567,10 +695,11 @@ def _scan_script_word(ctx: Ctx, w: Word) -> None:
             if raw[k] == '"':
                 return  # the word is several quoted pieces
             k += 1
-    quotable = ctx.quotable
+    quotable, outer = ctx.quotable, ctx.outer
     ctx.quotable = quotable and raw[0] == "'"
+    ctx.outer = outer_cmd  # None for `bash -c`: its commands are not an eval's
     scan_shell_range(ctx, w.start + 1, w.end - 1)
-    ctx.quotable = quotable
+    ctx.quotable, ctx.outer = quotable, outer
 
 
 def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:

@@ -148,10 +148,14 @@ class _Yaml:
         self.text = text
         self.sink = sink
         # Block scalars: whole lines may be added/removed.  Compose interpolates ${X-d}
-        # itself (from the host), so a shell ${NEW-$OLD} would not reach the shell there.
-        self.ctx = Ctx(text, sink, quotable=_COMPOSE.search(text) is None)
-        self.str_ctx = Ctx(text, sink, lines_ok=False, quotable=False)  # in one quoted/plain scalar
-        self.argv_ctx = Ctx(text, sink, lines_ok=False, env_fixes=False)
+        # itself (from the host), so a shell ${NEW-$OLD} would not reach the shell there,
+        # nor "$B" the service's environment.  Kubernetes expands $(B) in command/args.
+        compose = _COMPOSE.search(text) is not None
+        self.refs = "" if compose else "shell"
+        self.ctx = Ctx(text, sink, quotable=not compose, refs=self.refs)
+        # in one quoted/plain scalar
+        self.str_ctx = Ctx(text, sink, lines_ok=False, quotable=False, refs=self.refs)
+        self.argv_ctx = Ctx(text, sink, lines_ok=False, env_fixes=False, refs="" if compose else "k8s")
         index = self.ctx.index
         self.index = index
         self.lines = [_parse(n, index.starts[n], index.line_text(n)) for n in range(len(index))]
@@ -206,7 +210,7 @@ class _Yaml:
         if s.value is None or raw != s.value:
             return  # escapes: offsets would not map back
         ctx = self.str_ctx if stray else Ctx(self.text, self.sink, stray=False, lines_ok=False,
-                                             quotable=False)
+                                             quotable=False, refs=self.refs)
         scan_shell_range(ctx, self.abs(line, s.inner_start), self.abs(line, s.inner_end))
 
     # ------------------------------------------------------------------ walk
