@@ -16,9 +16,10 @@ from tests.conftest import ncclx_exe
 
 from .conftest import alive, children, env, run_bounded, without_root_file_access
 
-# A safe fix (NCX120's add that keeps an inherited new name; NCX102's removal is unsafe).
-REDUNDANT = 'import os\nos.environ["TORCH_NCCL_TRACE_CPP_STACK"] = "1"\n'
-FIXED = REDUNDANT + 'os.environ.setdefault("TORCH_FR_CPP_STACK", os.environ["TORCH_NCCL_TRACE_CPP_STACK"])\n'
+# A safe fix that every copy of the file gets (NCX110; an env add is unsafe once two files of
+# the run set the same name).
+REDUNDANT = 'import torch.distributed as dist\n\n\ndef uses_nccl(pg):\n    return dist.get_backend(pg) == "nccl"\n'
+FIXED = REDUNDANT.replace('== "nccl"', 'in ("nccl", "nccl2", "nccl-legacy", "nccl-lazy")')
 
 
 def _tree(root: Path, n: int = 20) -> Path:

@@ -142,9 +142,11 @@ def test_diff_points_findings_left_into_the_text_it_leads_to(tmp_path: Path) -> 
     nb = run_ncclx("migrate", "--diff", "n.ipynb", cwd=tmp_path)
     assert "n.ipynb:12:6: NCX101 [unsafe-fix] cell 1, line 4:" in nb.stderr, nb.stderr
     # --write then reports the same positions, now in the file on disk.
-    written = run_ncclx("migrate", "--write", "a.py", "n.ipynb", cwd=tmp_path)
+    # (one file per run: a name two files of one run mention gets no safe add)
+    written = run_ncclx("migrate", "--write", "a.py", cwd=tmp_path)
     assert "a.py:4:1: NCX101 [unsafe-fix]" in written.stdout, written.stdout
-    assert "n.ipynb:12:6: NCX101 [unsafe-fix] cell 1, line 4:" in written.stdout
+    written = run_ncclx("migrate", "--write", "n.ipynb", cwd=tmp_path)
+    assert "n.ipynb:12:6: NCX101 [unsafe-fix] cell 1, line 4:" in written.stdout, written.stdout
 
 
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:
@@ -422,3 +424,19 @@ def test_added_argument_respects_the_projects_line_length(tmp_path: Path) -> Non
     lines = (tmp_path / "train.py").read_text().splitlines()
     assert max(len(ln) for ln in lines) <= 79, lines
     assert "        device_id=torch.device(\"cuda\", torch.cuda.current_device())," in lines
+
+
+def test_a_name_two_files_mention_gets_no_safe_add(tmp_path: Path) -> None:
+    # A launcher that sources or imports one file and sets the old name again later: the
+    # new name added in the first file would hide that set. Alone, each file gets the safe add.
+    tree(tmp_path, {"a.py": 'import os\nos.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"\n',
+                    "run.sh": "#!/bin/bash\nexport NCCL_ASYNC_ERROR_HANDLING=0\ntorchrun a.py\n",
+                    "requirements.txt": "torch>=2.15\n"})
+    both = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)["findings"]
+    assert [(f["path"], f["fix"]) for f in both] == [("a.py", "unsafe"), ("run.sh", "unsafe")]
+    assert "Another file of this run also sets NCCL_ASYNC_ERROR_HANDLING" in both[0]["detail"]
+    for name in ("a.py", "run.sh"):
+        alone = json.loads(run_ncclx("migrate", "--format", "json", name, cwd=tmp_path).stdout)["findings"]
+        assert [(f["path"], f["fix"]) for f in alone] == [(name, "safe")]
+    written = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
+    assert written.returncode == 1 and "0 fixed" in written.stdout, written.stdout

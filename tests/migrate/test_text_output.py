@@ -183,11 +183,14 @@ def test_summary_says_what_the_mode_did(tmp_path: Path) -> None:
 
 
 def test_diff_lists_files_in_report_order(tmp_path: Path) -> None:
-    for name in ("z.py", "b/a.py", "a.sh", "m.py"):
+    # one name per file: a name two files of a run set gets no safe add, so no diff
+    names = {"z.py": "TORCH_NCCL_TRACE_BUFFER_SIZE", "b/a.py": "TORCH_NCCL_DUMP_ON_TIMEOUT",
+             "a.sh": "NCCL_ASYNC_ERROR_HANDLING", "m.py": "TORCH_NCCL_TRACE_CPP_STACK"}
+    for name, var in names.items():
         p = tmp_path / name
         p.parent.mkdir(exist_ok=True)
-        p.write_text('#!/bin/sh\nexport TORCH_NCCL_TRACE_BUFFER_SIZE=1\n' if name.endswith(".sh")
-                     else 'import os\nos.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "1"\n')
+        p.write_text(f'#!/bin/sh\nexport {var}=1\n' if name.endswith(".sh")
+                     else f'import os\nos.environ["{var}"] = "1"\n')
     proc = _migrate("--diff", "-j", "1", "z.py", "m.py", "b", "a.sh", cwd=tmp_path)
     diffed = [ln[len("+++ b/"):] for ln in proc.stdout.splitlines() if ln.startswith("+++ ")]
     reported = list(dict.fromkeys(ln.split(":")[0] for ln in proc.stderr.splitlines()[:-1]))

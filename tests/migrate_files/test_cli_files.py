@@ -95,16 +95,26 @@ def test_diff_shows_what_write_applies(project: Path) -> None:
     assert (project / ".env").read_bytes() == FILES[".env"].read_bytes()
 
 
+def _each(project: Path, *args: str) -> list[dict]:  # type: ignore[type-arg]
+    """The findings of one run per file: the fixtures are unrelated files, and a name that two
+    files of one run set gets no safe add (test_shared_names_across_kinds)."""
+    found = []
+    for rel in FILES:
+        proc = run_ncclx(*args, rel, cwd=project)
+        assert proc.returncode in (0, 1), (rel, proc.stdout, proc.stderr)
+        found += _json(proc)["findings"]
+    return found
+
+
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_write_matches_the_fixtures_and_is_idempotent(project: Path, unsafe: bool) -> None:
-    args = ["migrate", "--write", "-q", "--format", "json", *(["--unsafe-fixes"] if unsafe else []), "."]
-    first = run_ncclx(*args, cwd=project)
-    assert first.returncode == 1, first.stderr  # flag-only findings remain
-    assert any(f["applied"] for f in _json(first)["findings"])
+    args = ["migrate", "--write", "-q", "--format", "json", *(["--unsafe-fixes"] if unsafe else [])]
+    first = _each(project, *args)
+    assert any(f["applied"] for f in first) and not all(f["applied"] for f in first)  # flag-only remain
     for rel, src in FILES.items():
         assert (project / rel).read_bytes() == _expected(src, "unsafe" if unsafe else "out"), rel
     assert stat.S_IMODE((project / "launch.sh").stat().st_mode) == 0o755
-    second = run_ncclx(*args, cwd=project)
+    second = run_ncclx(*args, ".", cwd=project)
     assert not any(f["applied"] for f in _json(second)["findings"])
     for rel, src in FILES.items():
         assert (project / rel).read_bytes() == _expected(src, "unsafe" if unsafe else "out"), rel
@@ -173,9 +183,8 @@ def test_findings_left_after_write_point_into_the_written_file(project: Path, un
     """Each finding that --write leaves points at the same text in the written file as the
     report-only run pointed at in the original (lines added above it move it down)."""
     before = {rel: (project / rel).read_text().splitlines() for rel in FILES}
-    report = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
-    args = ["migrate", "--write", "--format", "json", "-q", *(["--unsafe-fixes"] if unsafe else []), "."]
-    written = _json(run_ncclx(*args, cwd=project))["findings"]
+    report = _each(project, "migrate", "--format", "json", "-q")
+    written = _each(project, "migrate", "--write", "--format", "json", "-q", *(["--unsafe-fixes"] if unsafe else []))
     assert len(report) == len(written)
     # a notebook finding's "cell N, line L:" moves with it (checked in test_cli.py)
     key = lambda f: (f["path"], f["code"], re.sub(r"^(cell \d+), line \d+", r"\1", f["message"]))  # noqa: E731
@@ -205,3 +214,14 @@ def test_diff_reports_what_write_would_leave(project: Path, tmp_path_factory: py
     subprocess.run(["git", "apply", "-"], input=proc.stdout, text=True, cwd=project, check=True)
     for rel in FILES:
         assert (project / rel).read_bytes() == (copy / rel).read_bytes(), rel
+
+
+def test_shared_names_across_kinds(project: Path) -> None:
+    """One run over the whole tree: a deprecated name that two files set (the launch script,
+    the Dockerfile, the k8s job, .env ...) gets no safe add anywhere, and says why."""
+    alone = {(f["path"], f["line"], f["code"]): f["fix"] for f in _each(project, "migrate", "--format", "json", "-q")}
+    together = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
+    downgraded = [f for f in together if f["fix"] == "unsafe" and alone[(f["path"], f["line"], f["code"])] == "safe"]
+    assert downgraded, together
+    assert all("Another file of this run also sets" in f["detail"] for f in downgraded), downgraded
+    assert "nb/explore.ipynb" in {f["path"] for f in downgraded}  # its `!export` line

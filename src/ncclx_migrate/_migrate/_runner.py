@@ -10,6 +10,7 @@ killer) costs only the file it held, which is reported as an error.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import difflib
 import functools
 import os
@@ -233,6 +234,10 @@ def run(
 ) -> RunReport:
     files = list(paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
+    if len(files) > 1:
+        from ._shared import shared_names
+
+        options = dataclasses.replace(options, shared_names=shared_names(files, mode.max_bytes))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

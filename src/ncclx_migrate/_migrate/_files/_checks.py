@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..._envvars import TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
 from .._model import FileResult, Finding, FixKind, Options, is_selected
+from .._shared import shared_note
 from ._text import Edit, LineIndex, apply_edits, suppressed
 
 __all__ = [
@@ -184,7 +185,8 @@ class Collector:
         unset = {m.group(1) for m in re.finditer(_UNSET.format(names=names), self.text)} if names else set()
         seen: set[tuple[int, str]] = set()
         for a in self.assigns:
-            alone = sites[a.name] == 1 and a.name not in unset and a.name not in self.also_assigned
+            alone = (sites[a.name] == 1 and a.name not in unset and a.name not in self.also_assigned
+                     and a.name not in self.options.shared_names)  # another file may set it later
             for hit in _env_hits(a, assigned, self.options, alone, self._via(a.name, sites[a.name])):
                 key = (hit.offset, hit.code)
                 if key not in seen:
@@ -292,7 +294,7 @@ def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool,
         return hits
     if row.replacement is not None and row.replacement in assigned:
         return hits  # the current name is already set in this file: nothing left to do
-    hits.append(_row_hit(a, row, alone))
+    hits.append(_row_hit(a, row, alone, shared_note(a.name, options)))
     return hits
 
 
@@ -336,7 +338,8 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines, msg)
 
 
-def _row_hit(a: EnvAssign, row: EnvVar, alone: bool) -> _Hit:
+def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
+    """``note``: why the safe add is withheld, when another file of the run sets the name."""
     code = row.file_code
     repl = row.replacement
     kind = FixKind.NONE
@@ -353,8 +356,9 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool) -> _Hit:
                 kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
                 if kind is FixKind.UNSAFE:
                     short = f"{a.name} is deprecated: set {repl} too"
-                    extra = (f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
-                             f"(torch reads {repl} first, then {a.name}); no form here keeps it, so it is unsafe.")
+                    extra = (note + f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
+                             f"(torch reads {repl} first, then {a.name})"
+                             + ("." if note else "; no form here keeps it, so it is unsafe."))
         if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
             # Renaming drops the old name: unsafe, and only offered where adding is not possible.
             kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]

@@ -18,6 +18,7 @@ import libcst as cst
 
 from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
 from .._model import FixKind
+from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
 from ._edits import remove, remove_statement, string_like
 from ._flow import resolve
@@ -278,7 +279,9 @@ def _finish(a: Analyzer) -> None:
         else:
             # Set once and never removed: a later set or unset of the old name would not
             # reach a new name that an earlier fix already gave a value.
-            alone = counts[site.name] == 1 and not _unsets(a, site.name)
+            # Nor would one in another file of the run (see _migrate/_shared.py).
+            alone = (counts[site.name] == 1 and not _unsets(a, site.name)
+                     and site.name not in a.options.shared_names)
             _other(a, site, row, set_names, alone, read_names)
 
 
@@ -405,9 +408,10 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         # Setting the new name outright overrides a value the job inherits: unsafe.
         a.report(site.node, code, f"{row.name} is deprecated: set {rep} too",
                  FixKind.UNSAFE, builder(rep),
-                 detail=detail + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
+                 detail=detail + shared_note(row.name, a.options) + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
                  f"(torch reads {rep} first, then {row.name}); only `X[OLD] = ...` / `X.setdefault(OLD, ...)` / "
-                 "`X.update(OLD=...)` alone on a line, OLD set once and never removed, get the safe form.")
+                 "`X.update(OLD=...)` alone on a line, OLD set once and never removed, and no other file of the "
+                 "run mentioning OLD, get the safe form.")
         return
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
         a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)

@@ -1,0 +1,70 @@
+"""Deprecated variable names that more than one file of a run sets.
+
+The safe add (the new name takes the old one's value unless it is set) keeps what torch
+reads only if nothing sets the old name after it.  A later set in the same file is seen by
+the scanners; one in another file is not: a launcher that sources or imports this file and
+sets the old name again, or a child program that sets it after inheriting the new name this
+file now exports.  So a name that two files of the tree set gets the unsafe form in both.
+"Sets" is textual and generous (`OLD=`, `OLD:`, `"OLD"] =`, `setdefault("OLD"`, `name: OLD`,
+`ENV OLD v`, `-x OLD`, `unset OLD`, `del env["OLD"]`, ...); a file that only reads the name does not count.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections import Counter
+from collections.abc import Iterable
+
+from .._envvars import ENV_VARS, Fix
+from ._model import Options
+
+__all__ = ["shared_names", "shared_note"]
+
+_ADDED = sorted({v.name for v in ENV_VARS if v.replacement and Fix.ADD in (v.fix, v.unsafe_fix)},
+                key=len, reverse=True)
+_ALT = b"|".join(re.escape(n.encode()) for n in _ADDED)
+# A set of one of the names, in Python, shell, Dockerfile, YAML or .env text.
+_SETS = re.compile(
+    rb"(?:(?:setdefault|putenv|setenv|unsetenv|pop|name:|\bENV|-x|--export=[^\s]*?|\bunset|\bdel\s+[\w.]+\[)"
+    rb"\s*\(?\s*[\"']?)"
+    rb"(?<![A-Za-z0-9_])(" + _ALT + rb")(?![A-Za-z0-9_])"
+    rb"|(?<![A-Za-z0-9_${])(" + _ALT + rb")[\"']?\s*(?:\]\s*)?(?:=(?!=)|:(?!:))"
+)
+
+
+def shared_names(paths: Iterable[str], max_bytes: int) -> frozenset[str]:
+    """The names of ``_ADDED`` that at least two of ``paths`` set (regular files up
+    to ``max_bytes``; unreadable ones are left to the scan, which reports them)."""
+    seen: Counter[str] = Counter()
+    for path in paths:
+        data = _read(path, max_bytes)
+        if data is None or b"NCCL" not in data:
+            continue
+        seen.update({(a or b).decode() for a, b in _SETS.findall(data)})
+    return frozenset(n for n, k in seen.items() if k > 1)
+
+
+def shared_note(name: str, options: Options) -> str:
+    """The sentence a finding's detail gets when ``name`` is one of the run's shared names."""
+    if name not in options.shared_names:
+        return ""
+    return (f" Another file of this run also sets {name}: if it runs after this one (a launcher that "
+            "sources or imports this file, a child that inherits the new name), the new name given a value "
+            "here would hide that set, so no add is safe.")
+
+
+def _read(path: str, max_bytes: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return None
+            return fh.read(max_bytes + 1)
+        except OSError:
+            return None
