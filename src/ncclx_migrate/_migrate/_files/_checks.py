@@ -106,6 +106,8 @@ class EnvAssign:
     # False for a Dockerfile ``ARG``: a build argument is in the environment of the build's
     # ``RUN`` commands only, never the container's, so only its backend value is checked.
     sets_env: bool = True
+    # Why no safe add is offered here, beyond the form (added to the unsafe fix's detail).
+    unsafe_why: str = ""
 
 
 @dataclass
@@ -356,9 +358,9 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
                 kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
                 if kind is FixKind.UNSAFE:
                     short = f"{a.name} is deprecated: set {repl} too"
-                    extra = (note + f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
+                    extra = (note + a.unsafe_why + f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
                              f"(torch reads {repl} first, then {a.name})"
-                             + ("." if note else "; no form here keeps it, so it is unsafe."))
+                             + ("." if note or a.unsafe_why else "; no form here keeps it, so it is unsafe."))
         if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
             # Renaming drops the old name: unsafe, and only offered where adding is not possible.
             kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]

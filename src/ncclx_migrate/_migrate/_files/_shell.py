@@ -103,6 +103,9 @@ class Ctx:
         # Which variable references expand here ("shell", "k8s"; "" where none does:
         # an exec-form argv, a compose file that interpolates from the host)
         self.refs = refs
+        # A script without a `#!` line may be sourced (`. env.sh`): an export there leaks into
+        # the sourcing shell, which may set the old name again afterwards (scan_shell sets it).
+        self.sourced = False
 
     def ref(self, raw: str) -> str | None:
         """The variable ``raw`` (a whole word or value) expands to, if it is just that."""
@@ -425,7 +428,7 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
         exported = bool(head) and head[0].value == "export" and len(head) == 1
         # Prefix assignments before a special builtin (`X=1 . ./env.sh`) persist in POSIX sh.
         persists = mode == "statement" and (not head or exported or head[0].value in _SPECIAL)
-        if persists and not alone:
+        if persists and (not alone or ctx.sourced):
             return None  # a later set or unset of OLD would no longer reach what torch reads
         lone = _lone_line(ctx, words) if persists and body[0] is words[0] else None
         if lone is not None:
@@ -468,6 +471,7 @@ def _emit_word_assign(ctx: Ctx, words: list[Word], k: int, mode: str) -> None:
         dm.group(1) if dm else None, add if ctx.env_fixes else None,
         remove if ctx.env_fixes else None, in_cell=ctx.in_cell,
         keep_add=keep_add if ctx.env_fixes and ctx.defers else None,
+        unsafe_why=_SOURCED.format(old=name) if ctx.sourced and mode == "statement" else "",
     ))
 
 
@@ -721,7 +725,14 @@ def continued_lines(text: str, sink: Collector) -> None:
         n = last + 1
 
 
+_SOURCED = (" This file has no #! line, so it may be sourced (`. file`): a set of {old} that the sourcing "
+            "shell makes afterwards would no longer reach torch once the new name is exported here, so an "
+            "export of the new name is never safe in it (a #! line says it is run, not sourced).")
+
+
 def scan_shell(path: str, text: str, sink: Collector) -> None:
     continued_lines(text, sink)
-    scan_shell_range(Ctx(text, sink), 0, len(text))
+    ctx = Ctx(text, sink)
+    ctx.sourced = not text.startswith("#!")
+    scan_shell_range(ctx, 0, len(text))
 
