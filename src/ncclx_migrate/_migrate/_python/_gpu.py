@@ -1,0 +1,236 @@
+"""Where the GPU a file picks comes from, against the GPU nccl2 binds (NCX130/NCX134).
+
+nccl2 (torch 2.15, ``_nccl2_device`` in distributed_c10d.py) binds ``device_id`` when it is
+given, else ``LOCAL_RANK % device_count`` when ``LOCAL_RANK`` is set, else the rank of the
+group ``% device_count``; it reads no launcher variable (``SLURM_*``, ``OMPI_*``) and not the
+current device.  So a pick is judged by its origin: ``LOCAL_RANK`` binds the same GPU
+(hardening); the global rank, another launcher's local rank, index 0, an origin the file does
+not show are the same GPU under some launchers only (maybe a break); a fixed index other than
+0 or a rank scaled or shifted by a constant differ whenever they matter (a break).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ._ctx import Analyzer
+from ._scope import Scope
+
+__all__ = ["Verdict", "judge", "rank_arg"]
+
+LOCAL, GLOBAL, LAUNCHER, FIXED0, BREAK, UNKNOWN = "local", "global", "launcher", "fixed0", "break", "unknown"
+
+_GLOBAL_VARS = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                          "MV2_COMM_WORLD_RANK", "PALS_RANKID"})
+_ENV_READERS = ("os.environ.get", "os.getenv", "os.environ.__getitem__", "os.environ.setdefault")
+_WRAPPERS = ("int", "str", "device")  # int(x), str(x), torch.device(x) / torch.device("cuda", x)
+
+# When each kind of pick is the GPU nccl2 binds, and when not (the finding's detail).
+_WHEN = {
+    GLOBAL: "where LOCAL_RANK is not set (srun, mpirun, mp.spawn) nccl2 binds rank % device_count, this GPU, "
+            "but where it is set (torchrun) it binds LOCAL_RANK % device_count: another GPU unless every "
+            "node runs device_count processes (torchrun --nproc-per-node below the GPU count differs on "
+            "every node after the first)",
+    LAUNCHER: "torch reads no launcher variable: without LOCAL_RANK nccl2 binds the rank passed to "
+              "init_process_group % device_count, this GPU only when every node runs device_count tasks "
+              "numbered node by node (srun --ntasks-per-node=<GPUs>, block distribution); fewer tasks per "
+              "node or a cyclic distribution put the group on another GPU",
+    FIXED0: "nccl2 binds cuda:0 too for a lone process, one visible GPU or LOCAL_RANK 0, but without "
+            "LOCAL_RANK it binds rank % device_count (srun with one task per node: another GPU on every "
+            "node after the first)",
+    UNKNOWN: "nothing here shows it is LOCAL_RANK % device_count (or, without LOCAL_RANK, the rank % "
+             "device_count), and where it is not, the group runs on another GPU than this process",
+}
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: str
+    what: str  # a few words: "the LOCAL_RANK variable", "`rank % n` (the global rank)"
+    why: str = ""  # for BREAK: why it always differs
+
+
+@dataclass(frozen=True)
+class Verdict:
+    severity: bool | None  # True: the GPU nccl2 binds (hardening); False: a break; None: maybe a break
+    what: str  # where the device comes from
+    short: str  # the same in a word or two, for the message
+    why: str  # when it is and is not the GPU nccl2 binds
+
+
+def rank_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The ``rank`` an ``init_process_group`` call passes (keyword, or fifth positional)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "rank":
+            return arg.value
+    plain = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return plain[4].value if len(plain) > 4 else None
+
+
+def _env_name(a: Analyzer, expr: cst.BaseExpression) -> str | None:
+    """``"X"`` for ``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")``."""
+    key: cst.BaseExpression | None = None
+    if isinstance(expr, cst.Subscript) and a.qnames(expr.value) == {"os.environ"} and len(expr.slice) == 1:
+        sl = expr.slice[0].slice
+        key = sl.value if isinstance(sl, cst.Index) else None
+    elif isinstance(expr, cst.Call) and expr.args and (a.qnames(expr.func) & set(_ENV_READERS)):
+        key = expr.args[0].value
+    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+        return key.evaluated_value
+    return None
+
+
+def _env_origin(name: str) -> Origin:
+    if name == "LOCAL_RANK":
+        return Origin(LOCAL, "the LOCAL_RANK variable")
+    if name in _GLOBAL_VARS:
+        return Origin(GLOBAL, f"the {name} variable (the global rank)")
+    if "LOCAL" in name:
+        return Origin(LAUNCHER, f"the {name} variable")
+    return Origin(UNKNOWN, f"the {name} variable")
+
+
+def _int(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    return None
+
+
+def _fixed(index: int) -> Origin:
+    if index == 0:
+        return Origin(FIXED0, "the fixed index 0")
+    return Origin(BREAK, f"the fixed index {index}",
+                  "nccl2 binds cuda:0 on the process with LOCAL_RANK 0 (or, without LOCAL_RANK, rank 0), "
+                  "so at least that process's group runs on another GPU than its tensors")
+
+
+_RANKS = (LOCAL, GLOBAL, LAUNCHER)
+
+
+class _Resolver:
+    def __init__(self, a: Analyzer, rank: cst.BaseExpression | None) -> None:
+        self.a = a
+        self.rank = a.code(rank).strip() if rank is not None else None  # the init's own rank argument
+
+    def origins(self, expr: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> list[Origin]:
+        a = self.a
+        code = a.code(expr).strip()
+        if depth > 8:
+            return [Origin(UNKNOWN, f"`{code}`")]
+        env = _env_name(a, expr)
+        if env is not None:
+            return [_env_origin(env)]
+        if isinstance(expr, cst.Integer):
+            return [_fixed(int(expr.value, 0))]
+        if isinstance(expr, cst.SimpleString):
+            v = expr.evaluated_value
+            index = v.partition(":")[2] if isinstance(v, str) else ""
+            if index.isdigit():
+                return [_fixed(int(index))]
+            return [Origin(UNKNOWN, f"the device {code}")]
+        if isinstance(expr, cst.IfExp):
+            return [*self.origins(expr.body, scope, depth + 1), *self.origins(expr.orelse, scope, depth + 1)]
+        if isinstance(expr, cst.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, cst.FormattedString):
+            parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
+            return self.origins(parts[0], scope, depth + 1) if len(parts) == 1 else [Origin(UNKNOWN, f"`{code}`")]
+        if isinstance(expr, cst.BinaryOperation):
+            return self._arith(expr, scope, depth)
+        if isinstance(expr, cst.Subscript):
+            return [Origin(UNKNOWN, f"`{code}` (a remapped index)")]
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self._value(expr, scope, depth)
+        return [Origin(UNKNOWN, f"`{code}`")]
+
+    def _call(self, expr: cst.Call, scope: Scope | None, depth: int) -> list[Origin]:
+        a = self.a
+        code = a.code(expr).strip()
+        fname = a.code(expr.func).rpartition(".")[2]
+        plain = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        if fname in _WRAPPERS and plain:
+            return self.origins(plain[-1], scope, depth + 1)
+        if (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format"
+                and isinstance(expr.func.value, cst.SimpleString) and len(plain) == 1):
+            return self.origins(plain[0], scope, depth + 1)  # "cuda:{}".format(i)
+        if fname == "get_node_local_rank" or "local_rank" in fname.lower():
+            return [Origin(LOCAL, f"`{code}` (the local rank)")]
+        if fname in ("get_rank", "get_global_rank"):
+            return [Origin(GLOBAL, f"`{code}` (the global rank)")]
+        return [Origin(UNKNOWN, f"`{code}`")]
+
+    def _arith(self, expr: cst.BinaryOperation, scope: Scope | None, depth: int) -> list[Origin]:
+        a = self.a
+        code = a.code(expr).strip()
+        op = expr.operator
+        if isinstance(op, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
+            right = expr.right  # "cuda:%d" % i
+            if isinstance(right, cst.Tuple) and len(right.elements) == 1:
+                right = right.elements[0].value
+            return self.origins(right, scope, depth + 1)
+        computed = Origin(UNKNOWN, f"`{code}` (a computed index)")
+        if isinstance(op, cst.Modulo):
+            if "device_count" not in a.code(expr.right):
+                return [computed]
+            kept = [o for o in self.origins(expr.left, scope, depth + 1) if o.kind in (*_RANKS, FIXED0)]
+            names = {LOCAL: "LOCAL_RANK % device_count", GLOBAL: "the global rank % device_count"}
+            return [Origin(o.kind, f"`{code}` ({names[o.kind]})" if o.kind in names else o.what) for o in kept] or [computed]
+        if isinstance(op, (cst.Multiply, cst.Add, cst.Subtract)):
+            # a rank scaled or shifted by a constant: several GPUs per process, or an offset
+            for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                k = _int(other)
+                if k is None or (k == 1 if isinstance(op, cst.Multiply) else k == 0):
+                    continue
+                if isinstance(op, cst.Subtract) and this is expr.right:
+                    continue
+                if all(o.kind in _RANKS for o in self.origins(this, scope, depth + 1)):
+                    return [Origin(BREAK, f"`{code}` (a remapped index)",
+                                   "it moves the rank by a constant, and nccl2 binds LOCAL_RANK % device_count (or, "
+                                   "without LOCAL_RANK, rank % device_count): another GPU on every process "
+                                   "whose index the remap changes")]
+        return [computed]
+
+    def _value(self, expr: cst.Name | cst.Attribute, scope: Scope | None, depth: int) -> list[Origin]:
+        a = self.a
+        code = a.code(expr).strip()
+        if isinstance(expr, cst.Name) and scope is not None:
+            value = a.scopes.single_value(expr.value, scope)
+            if value is not None:
+                return [o if o.what.startswith("the ") else Origin(o.kind, f"`{code}` = {o.what}", o.why)
+                        for o in self.origins(value, scope, depth + 1)]
+        return [self._by_name(expr, code)]
+
+    def _by_name(self, expr: cst.Name | cst.Attribute, code: str) -> Origin:
+        """What a name says of a value the file does not show."""
+        name = (expr.value if isinstance(expr, cst.Name) else expr.attr.value).lower()
+        if code == self.rank:
+            return Origin(GLOBAL, f"`{code}` (the rank passed to init_process_group)")
+        if "local_rank" in name:
+            return Origin(LOCAL, f"`{code}` (by its name, the local rank)")
+        if name in ("rank", "global_rank", "world_rank"):
+            return Origin(GLOBAL, f"`{code}` (by its name, the global rank)")
+        if isinstance(expr, cst.Attribute):
+            return Origin(UNKNOWN, f"`{code}` (a configuration value)")
+        return Origin(UNKNOWN, f"`{code}`")
+
+
+def _verdict(origins: list[Origin], device: str) -> Verdict:
+    seen = list(dict.fromkeys(origins))
+    if any(o.kind != FIXED0 for o in seen):
+        seen = [o for o in seen if o.kind != FIXED0]  # 0 next to a rank: the lone-process default
+    kinds = [o.kind for o in seen]
+    what = " or ".join(o.what for o in seen[:3]) + (" or more" if len(seen) > 3 else "")
+    short = seen[0].what.partition(" (")[0].removeprefix("the ").removesuffix(" variable") if len(seen) == 1 else device
+    if all(k == LOCAL for k in kinds):
+        return Verdict(True, what, short, "")
+    if all(k == BREAK for k in kinds):
+        return Verdict(False, what, short, seen[0].why)
+    return Verdict(None, what, short, "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN))
+
+
+def judge(a: Analyzer, device: cst.BaseExpression, scope: Scope | None, init: cst.Call | None) -> Verdict:
+    """Where ``device`` (a GPU pick's argument, met in ``scope``) comes from, for ``init``."""
+    origins = _Resolver(a, rank_arg(init) if init is not None else None).origins(device, scope)
+    return _verdict(origins, f"`{a.code(device).strip()}`")
