@@ -51,6 +51,7 @@ class _SetDevice:
     how: str = "torch.cuda.set_device"  # the API that picks the GPU
     device: cst.BaseExpression | None = None  # the device argument
     names: Scope | None = None  # where ``device`` is resolved
+    path: tuple[cst.CSTNode, ...] = ()  # the call and the nodes around it, the module first
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
@@ -126,7 +127,7 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     device = device or next((arg.value for arg in node.args if arg.keyword is not None
                              and arg.keyword.value in ("device", "device_index", "idx")), None)
     _facts(a)["set_device"].append(
-        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, a.scope()))
+        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, a.scope(), tuple(a.stack)))
 
 
 @on(cst.Call, "NCX103", "NCX104", "NCX130", "NCX131", "NCX132", "NCX134")
@@ -340,7 +341,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
         sd = (dominating or before or elsewhere or same or pickers)[-1 if (dominating or before or elsewhere) else 0]
-        verdict = (judge(a, sd.device, sd.names, call if sd.scope is init.scope else None)
+        verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None)
                    if sd.device is not None else None)
         origin = verdict.severity if verdict is not None else None
         what = verdict.what if verdict is not None else "its argument"
