@@ -11,12 +11,13 @@ not show are the same GPU under some launchers only (maybe a break); a fixed ind
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ._ctx import Analyzer
-from ._reach import Def, Path, dotted, every, reaching
+from ._reach import Def, Path, dotted, every, reaching, returns
 
 __all__ = ["Verdict", "judge", "rank_arg"]
 
@@ -34,7 +35,7 @@ _WHEN = {
             "node runs device_count processes (torchrun --nproc-per-node below the GPU count differs on "
             "every node after the first)",
     LAUNCHER: "torch reads no launcher variable: without LOCAL_RANK nccl2 binds the rank passed to "
-              "init_process_group % device_count, this GPU only when every node runs device_count tasks "
+              "init_process_group (under srun, usually SLURM_PROCID) % device_count, this GPU only when every node runs device_count tasks "
               "numbered node by node (srun --ntasks-per-node=<GPUs>, block distribution); fewer tasks per "
               "node or a cyclic distribution put the group on another GPU",
     FIXED0: "nccl2 binds cuda:0 too for a lone process, one visible GPU or LOCAL_RANK 0, but without "
@@ -69,17 +70,34 @@ def rank_arg(call: cst.Call) -> cst.BaseExpression | None:
     return plain[4].value if len(plain) > 4 else None
 
 
-def _env_name(a: Analyzer, expr: cst.BaseExpression) -> str | None:
-    """``"X"`` for ``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")``."""
-    key: cst.BaseExpression | None = None
+def _env_key(a: Analyzer, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``X`` for ``os.environ[X]``, ``os.environ.get(X, ...)``, ``os.getenv(X)``."""
     if isinstance(expr, cst.Subscript) and a.qnames(expr.value) == {"os.environ"} and len(expr.slice) == 1:
         sl = expr.slice[0].slice
-        key = sl.value if isinstance(sl, cst.Index) else None
-    elif isinstance(expr, cst.Call) and expr.args and (a.qnames(expr.func) & set(_ENV_READERS)):
-        key = expr.args[0].value
-    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
-        return key.evaluated_value
+        return sl.value if isinstance(sl, cst.Index) else None
+    if isinstance(expr, cst.Call) and expr.args and (a.qnames(expr.func) & set(_ENV_READERS)):
+        return expr.args[0].value
     return None
+
+
+def _string(expr: cst.BaseExpression | None) -> str | None:
+    v = expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
+    return v if isinstance(v, str) else None
+
+
+def _unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``x`` for ``int(x)``, ``str(x)``, ``torch.device("cuda", x)``, ``f"cuda:{x}"``, ``"cuda:%d" % x``."""
+    if isinstance(expr, cst.Call):
+        plain = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        if plain and (dotted(expr.func) or "").rpartition(".")[2] in _WRAPPERS:
+            return _unwrap(plain[-1])
+    if isinstance(expr, cst.FormattedString):
+        parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
+        return _unwrap(parts[0]) if len(parts) == 1 else expr
+    if (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
+            and isinstance(expr.left, cst.SimpleString)):
+        return _unwrap(expr.right)
+    return expr
 
 
 def _env_origin(name: str) -> Origin:
@@ -107,11 +125,13 @@ def _fixed(index: int) -> Origin:
 
 
 _RANKS = (LOCAL, GLOBAL, LAUNCHER)
+Before = Callable[[cst.CSTNode, "cst.CSTNode | None"], bool]
 
 
 class _Resolver:
-    def __init__(self, a: Analyzer, rank: cst.BaseExpression | None) -> None:
+    def __init__(self, a: Analyzer, rank: cst.BaseExpression | None, before: Before) -> None:
         self.a = a
+        self.before = before  # whether a statement runs before the init (LOCAL_RANK exports)
         self.rank = a.code(rank).strip() if rank is not None else None  # the init's own rank argument
         self.active: set[tuple[str, int]] = set()  # names being resolved, against cycles
         self.steps = 0  # against branchy code: each name joins the values of each branch
@@ -122,9 +142,11 @@ class _Resolver:
         self.steps += 1
         if depth > 8 or self.steps > 400:
             return [Origin(UNKNOWN, f"`{code}`")]
-        env = _env_name(a, expr)
-        if env is not None:
-            return [_env_origin(env)]
+        key = _env_key(a, expr)
+        if key is not None:
+            names = self._strings(key, at)
+            return ([_env_origin(name) for name in names] if names
+                    else [Origin(UNKNOWN, f"`{code}` (a variable whose name is not known here)")])
         if isinstance(expr, cst.Integer):
             return [_fixed(int(expr.value, 0))]
         if isinstance(expr, cst.SimpleString):
@@ -143,8 +165,8 @@ class _Resolver:
         if isinstance(expr, cst.BinaryOperation):
             return self._arith(expr, at, depth)
         if isinstance(expr, cst.Subscript):
-            key = expr.slice[0].slice if len(expr.slice) == 1 else None
-            keyed = isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString)
+            sl = expr.slice[0].slice if len(expr.slice) == 1 else None
+            keyed = isinstance(sl, cst.Index) and isinstance(sl.value, cst.SimpleString)
             return [Origin(UNKNOWN, f"`{code}` ({'a looked-up value' if keyed else 'a remapped index'})")]
         if isinstance(expr, (cst.Name, cst.Attribute)):
             return self._value(expr, at, depth)
@@ -155,6 +177,9 @@ class _Resolver:
         code = a.code(expr).strip()
         fname = a.code(expr.func).rpartition(".")[2]
         plain = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        index = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "index"), None)
+        if fname.lower() == "device" and index is not None:  # torch.device("cuda", index=i)
+            return self.origins(index, at, depth + 1)
         if fname in _WRAPPERS and plain:
             return self.origins(plain[-1], at, depth + 1)
         if (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format"
@@ -163,6 +188,9 @@ class _Resolver:
         if (fname == "getattr" and len(plain) >= 2 and isinstance(plain[1], cst.SimpleString)
                 and isinstance(plain[1].evaluated_value, str)):  # getattr(args, "local_rank", -1)
             return [self._named(code, plain[1].evaluated_value, True)]
+        fn = self._function(expr.func)
+        if fn is not None:  # a function of this file: what it returns
+            return self._returns(fn, None, code, depth)
         if fname == "get_node_local_rank" or "local_rank" in fname.lower():
             return [Origin(LOCAL, f"`{code}` (the local rank)")]
         if fname in ("get_rank", "get_global_rank"):
@@ -202,13 +230,13 @@ class _Resolver:
 
     def _is_count(self, expr: cst.BaseExpression, at: Path | None) -> bool:
         """``torch.cuda.device_count()``, or a name every value of which is it."""
-        if "device_count" in self.a.code(expr):
+        if "device_count" in self.a.code(expr).lower():
             return True
         target = dotted(expr)
         if target is None or at is None:
             return False
         defs, entry = reaching(target, at)
-        return bool(defs) and not entry and all(d.value is not None and "device_count" in self.a.code(d.value)
+        return bool(defs) and not entry and all(d.value is not None and "device_count" in self.a.code(d.value).lower()
                                                 for d in defs)
 
     def _value(self, expr: cst.Name | cst.Attribute, at: Path | None, depth: int) -> list[Origin]:
@@ -233,10 +261,123 @@ class _Resolver:
             self.active.discard(key)
         return out
 
+    def _strings(self, expr: cst.BaseExpression, at: Path | None) -> list[str] | None:
+        """The strings ``expr`` can be: a literal, or a name assigned literals or looping over them."""
+        if _string(expr) is not None:
+            return [str(_string(expr))]
+        target = dotted(expr)
+        if target is None or at is None:
+            return None
+        defs, entry = reaching(target, at)
+        out: list[str] = []
+        for d in defs:
+            if d.loop and isinstance(d.value, (cst.Tuple, cst.List)):
+                values = [el.value for el in d.value.elements]
+            elif not d.loop and d.value is not None and d.index is None:
+                values = [d.value]
+            else:
+                return None
+            strings = [_string(v) for v in values]
+            if not strings or any(v is None for v in strings):
+                return None
+            out += [str(v) for v in strings]
+        return out if out and (not entry or self._local(target, at)) else None
+
+    @staticmethod
+    def _local(target: str, at: Path) -> bool:
+        """``target`` is a local of the function ``at`` is in (bound there, not a parameter)."""
+        root = next((n for n in reversed(at[:-1]) if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
+        return (root is not None and "." not in target and target not in _param_names(root.params)
+                and bool(every(root, target)))
+
+    def _function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The module-level function of this file a call's name refers to."""
+        if not isinstance(func, cst.Name) or self.a.qnames(func):
+            return None  # imported, or a builtin
+        defs = [n for n in self.a.module.body if isinstance(n, cst.FunctionDef) and n.name.value == func.value]
+        return defs[-1] if defs else None
+
+    def _returns(self, fn: cst.FunctionDef, index: int | None, code: str, depth: int) -> list[Origin]:
+        key = (fn.name.value, id(fn))
+        if key in self.active:
+            return [Origin(UNKNOWN, f"`{code}`")]
+        self.active.add(key)
+        try:
+            out: list[Origin] = []
+            for ret, path in returns(fn, (self.a.module, fn)):
+                value: cst.BaseExpression | None = ret.value
+                if index is not None:
+                    els = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+                    value = els[index].value if len(els) > index else None
+                out += (self.origins(value, path, depth + 1) if value is not None
+                        else [Origin(UNKNOWN, f"`{code}` (returned from {fn.name.value}())")])
+            return out or [Origin(UNKNOWN, f"`{code}`")]
+        finally:
+            self.active.discard(key)
+
+    def _exported(self, target: str, at: Path, both_ways: bool = False) -> int | None:
+        """The line of ``os.environ["LOCAL_RANK"] = str(target)`` that runs before the init, after
+        the statement ``at`` ends in (``both_ways``: or before it) with no rebinding in between:
+        nccl2 then binds this value (``LOCAL_RANK % device_count``)."""
+        i = next((k for k in range(len(at) - 1, 0, -1)
+                  if isinstance(at[k - 1], (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite))), 0)
+        if not i:
+            return None
+        block, item = at[i - 1], at[i]
+        assert isinstance(block, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite))
+        items = list(block.body)
+        pos = next((j for j, it in enumerate(items) if it is item), None)
+        if pos is None:
+            return None
+        fn = next((n for n in reversed(at[:i]) if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
+        for order in ([*items[pos + 1:]], [*reversed(items[:pos])] if both_ways else []):
+            for other in order:
+                if self._exports(other) == target and self.before(other, fn):
+                    return self.a.pos(other).start.line
+                if every(other, target):
+                    break
+        return None
+
+    def _exports(self, item: cst.CSTNode) -> str | None:
+        """The name or attribute a statement exports as LOCAL_RANK (``os.environ["LOCAL_RANK"] = str(x)``)."""
+        if not isinstance(item, cst.SimpleStatementLine):
+            return None
+        for small in item.body:
+            value: cst.BaseExpression | None = None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                t = small.targets[0].target
+                if _string(_env_key(self.a, t)) == "LOCAL_RANK":
+                    value = small.value
+            elif (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                  and self.a.qnames(small.value.func) == {"os.environ.update"}):
+                value = next((arg.value for arg in small.value.args if arg.keyword is not None
+                              and arg.keyword.value == "LOCAL_RANK"), None)
+            if value is not None:
+                return dotted(_unwrap(value))
+        return None
+
     def _def(self, d: Def, expr: cst.Name | cst.Attribute, code: str, depth: int) -> list[Origin]:
+        if d.value is None and not d.whole:
+            return [self._by_name(expr, code)]  # args = ... for args.gpu: what the name says
+        target = dotted(expr)
+        line = self._exported(target, d.path) if target is not None and d.value is not None else None
+        if line is not None:  # nccl2 binds this very value
+            return [Origin(LOCAL, f"the value exported as LOCAL_RANK on line {line} "
+                                  f"({_join(self._assigned(d, code, depth))})")]
+        return self._assigned(d, code, depth)
+
+    def _assigned(self, d: Def, code: str, depth: int) -> list[Origin]:
+        """What an assignment gives ``code`` (its value, an element of it, a loop's items)."""
         if d.value is None:
-            return [self._by_name(expr, code)] if not d.whole else [Origin(UNKNOWN, f"`{code}` (rebound)")]
+            return [Origin(UNKNOWN, f"`{code}` (rebound)")]
+        if d.loop:
+            els = d.value.elements if isinstance(d.value, (cst.Tuple, cst.List)) else ()
+            return ([o for el in els for o in self.origins(el.value, d.path, depth + 1)]
+                    or [Origin(UNKNOWN, f"`{code}` (a loop variable)")])
         value: cst.BaseExpression | None = d.value
+        fn = self._function(value.func) if d.index is not None and isinstance(value, cst.Call) else None
+        if fn is not None:
+            return self._returns(fn, d.index, code, depth)
         if d.index is not None:
             els = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
             value = (els[d.index].value if len(els) > d.index and not any(isinstance(e, cst.StarredElement) for e in els)
@@ -254,10 +395,8 @@ class _Resolver:
         params = root.params if isinstance(root, (cst.FunctionDef, cst.Lambda)) else None
         if params is not None and target in _param_names(params):
             return [self._by_name(expr, code)]
-        if root is not None and every(root, target):
-            return []  # a local of this function, unbound on that path
-        if root is None:
-            return []
+        if root is None or self._local(target, at):
+            return []  # unbound on that path (a local of this function, or module code before it)
         value = self.a.scopes.single_value(target, self.a.scopes.module_scope)
         return self.origins(value, None, depth + 1) if value is not None else [self._by_name(expr, code)]
 
@@ -284,15 +423,26 @@ def _param_names(params: cst.Parameters) -> set[str]:
     return out | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
 
 
-def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
-    """Join the values a pick can take: the same GPU only when each is LOCAL_RANK, a break only
-    when each is one, else maybe (``device``: the pick's argument, ``named``: a name or attribute)."""
+def _distinct(origins: list[Origin]) -> list[Origin]:
     seen = list(dict.fromkeys(origins))
     if any(o.kind != FIXED0 for o in seen):
         seen = [o for o in seen if o.kind != FIXED0]  # 0 next to a rank: the lone-process default
+    return seen
+
+
+def _join(origins: list[Origin], device: str = "") -> str:
+    seen = _distinct(origins)
+    whats = [o.what.replace(f"{device} (", "the value passed in (", 1) if device and len(seen) > 1 else o.what
+             for o in seen]
+    return " or ".join(whats[:3]) + (" or more" if len(seen) > 3 else "")
+
+
+def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
+    """Join the values a pick can take: the same GPU only when each is LOCAL_RANK, a break only
+    when each is one, else maybe (``device``: the pick's argument, ``named``: a name or attribute)."""
+    seen = _distinct(origins)
     kinds = [o.kind for o in seen]
-    whats = [o.what.replace(f"{device} (", "the value passed in (", 1) if len(seen) > 1 else o.what for o in seen]
-    what = " or ".join(whats[:3]) + (" or more" if len(seen) > 3 else "")
+    what = _join(seen, device)
     if named and (len(seen) > 1 or not what.startswith((device, "the "))):
         what = f"{device} = {what}"
     short = seen[0].what.partition(" (")[0].removeprefix("the ").removesuffix(" variable") if len(seen) == 1 else device
@@ -303,9 +453,16 @@ def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
     return Verdict(None, what, short, "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN))
 
 
-def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None) -> Verdict:
+def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before) -> Verdict:
     """Where ``device`` (a GPU pick's argument; ``at``: the pick and the nodes around it) comes
-    from, for ``init`` (given when the pick is in the init's function)."""
-    origins = _Resolver(a, rank_arg(init) if init is not None else None).origins(device, at) or [
+    from, for ``init`` (given when the pick is in the init's function); ``before(statement,
+    function)`` says whether a statement runs before the init."""
+    r = _Resolver(a, rank_arg(init) if init is not None else None, before)
+    index = dotted(_unwrap(device))
+    line = r._exported(index, at, both_ways=True) if index is not None else None
+    if line is not None:  # set_device(x) and LOCAL_RANK = str(x) before the init: nccl2 binds x too
+        return Verdict(True, f"`{index}`, exported as LOCAL_RANK on line {line}", f"`{index}`", "")
+    origins = r.origins(device, at) or [
         Origin(UNKNOWN, f"`{a.code(device).strip()}`")]
-    return _verdict(origins, f"`{a.code(device).strip()}`", isinstance(device, (cst.Name, cst.Attribute)))
+    literal = isinstance(_unwrap(device), (cst.Integer, cst.SimpleString)) or _env_key(a, _unwrap(device)) is not None
+    return _verdict(origins, f"`{a.code(device).strip()}`", not literal)

@@ -6,6 +6,7 @@ argument (``_flow.resolve``); every other exact backend-name string is flagged.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -100,7 +101,7 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     """Record a call that picks the current GPU (see _PICKERS), if it is one."""
     func = node.func
     if isinstance(func, cst.Name):  # which function calls which, for GPU picks made in another function
-        _facts(a)["calls"].append((a.enclosing_function(), func.value, a.order))
+        _facts(a)["calls"].append((a.enclosing_function(), func.value, a.order, node))
     if (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
             else None) not in _PICKER_NAMES:
         return  # most calls: no name resolution
@@ -288,6 +289,17 @@ def _backend_in(a: Analyzer, container: cst.Dict | cst.Call) -> cst.BaseExpressi
     return next((arg.value for arg in container.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
 
 
+def _before(a: Analyzer, f: dict[str, list[object]], init: _Init, node: cst.CSTNode, fn: cst.CSTNode | None) -> bool:
+    """Whether a statement in function ``fn`` runs before ``init``: an earlier line of the init's
+    function, or a line of a function that calls the init's function later on."""
+    line = a.pos(node).start.line
+    if fn is init.scope:
+        return line < a.pos(init.call).start.line
+    name = init.scope.name.value if isinstance(init.scope, cst.FunctionDef) else None
+    return name is not None and any(isinstance(c, tuple) and c[0] is fn and c[1] == name and a.pos(c[3]).start.line > line
+                                    for c in f["calls"])
+
+
 def _runs_before(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
     """A pick in another function that runs before ``init`` on a path the file shows: its function
     calls the init's function after the pick, or the init's function calls the pick's function
@@ -341,7 +353,8 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
         sd = (dominating or before or elsewhere or same or pickers)[-1 if (dominating or before or elsewhere) else 0]
-        verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None)
+        verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
+                         functools.partial(_before, a, f, init))
                    if sd.device is not None else None)
         origin = verdict.severity if verdict is not None else None
         what = verdict.what if verdict is not None else "its argument"

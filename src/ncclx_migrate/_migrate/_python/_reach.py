@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-__all__ = ["Def", "Path", "dotted", "every", "reaching"]
+__all__ = ["Def", "Path", "dotted", "every", "reaching", "returns"]
 
 Path = tuple[cst.CSTNode, ...]  # the enclosing nodes, outermost (the module) first
 
@@ -34,6 +34,7 @@ class Def:
     index: int | None  # the element of ``value`` a tuple target takes
     path: Path  # down to the statement that binds (a small statement, or the compound one)
     whole: bool = True  # False: a prefix is rebound (``args = ...`` for ``args.gpu``)
+    loop: bool = False  # a ``for`` target: ``value`` is what it iterates over
 
 
 def dotted(node: cst.CSTNode) -> str | None:
@@ -168,7 +169,7 @@ def every(node: cst.CSTNode, target: str, prefix: Path = ()) -> list[Def]:
         return [Def(None, None, path)] if node.name.value == target else []
     out: list[Def] = []
     if isinstance(node, cst.For) and _hits(node.target, target):
-        out.append(Def(None, None, path))
+        out.append(Def(node.iter, None, path, loop=True) if dotted(node.target) == target else Def(None, None, path))
     if isinstance(node, cst.With) and any(w.asname is not None and _hits(w.asname.name, target) for w in node.items):
         out.append(Def(None, None, path))
     for child in node.children:
@@ -203,3 +204,14 @@ def reaching(target: str, path: Path) -> tuple[list[Def], bool]:
             if any(w.asname is not None and _hits(w.asname.name, target) for w in parent.items):
                 return [*out, Def(None, None, path[:i])], False
     return out, True
+
+
+def returns(node: cst.CSTNode, prefix: Path) -> list[tuple[cst.Return, Path]]:
+    """The ``return`` statements of a function (``prefix`` ends with it), not of nested ones."""
+    out: list[tuple[cst.Return, Path]] = []
+    for child in node.children:
+        if isinstance(child, cst.Return):
+            out.append((child, (*prefix, child)))
+        elif isinstance(child, _CONTAINERS) and not isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            out += returns(child, (*prefix, child))
+    return out
