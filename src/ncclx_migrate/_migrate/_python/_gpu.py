@@ -51,6 +51,7 @@ class Origin:
     kind: str
     what: str  # a few words: "the LOCAL_RANK variable", "`rank % n` (the global rank)"
     why: str = ""  # for BREAK: why it always differs
+    named: bool = False  # judged by its name alone
 
 
 @dataclass(frozen=True)
@@ -369,7 +370,10 @@ class _Resolver:
     def _assigned(self, d: Def, code: str, depth: int) -> list[Origin]:
         """What an assignment gives ``code`` (its value, an element of it, a loop's items)."""
         if d.value is None:
-            return [Origin(UNKNOWN, f"`{code}` (rebound)")]
+            stmt = d.path[-1]
+            how = ("imported" if isinstance(stmt, (cst.Import, cst.ImportFrom)) else "a loop variable"
+                   if isinstance(stmt, cst.For) else "changed in place" if isinstance(stmt, cst.AugAssign) else "rebound")
+            return [Origin(UNKNOWN, f"`{code}` ({how})")]
         if d.loop:
             els = d.value.elements if isinstance(d.value, (cst.Tuple, cst.List)) else ()
             return ([o for el in els for o in self.origins(el.value, d.path, depth + 1)]
@@ -408,14 +412,14 @@ class _Resolver:
     def _named(self, code: str, name: str, attribute: bool) -> Origin:
         name = name.lower()
         if code == self.rank:
-            return Origin(GLOBAL, f"`{code}` (the rank passed to init_process_group)")
+            return Origin(GLOBAL, f"`{code}` (the rank passed to init_process_group)", named=True)
         if "local_rank" in name:
-            return Origin(LOCAL, f"`{code}` (by its name, the local rank)")
+            return Origin(LOCAL, f"`{code}` (by its name, the local rank)", named=True)
         if name in ("rank", "global_rank", "world_rank"):
-            return Origin(GLOBAL, f"`{code}` (by its name, the global rank)")
+            return Origin(GLOBAL, f"`{code}` (by its name, the global rank)", named=True)
         if attribute:
-            return Origin(UNKNOWN, f"`{code}` (a configuration value)")
-        return Origin(UNKNOWN, f"`{code}`")
+            return Origin(UNKNOWN, f"`{code}` (a configuration value)", named=True)
+        return Origin(UNKNOWN, f"`{code}` (set elsewhere)", named=True)
 
 
 def _param_names(params: cst.Parameters) -> set[str]:
@@ -432,7 +436,7 @@ def _distinct(origins: list[Origin]) -> list[Origin]:
 
 def _join(origins: list[Origin], device: str = "") -> str:
     seen = _distinct(origins)
-    whats = [o.what.replace(f"{device} (", "the value passed in (", 1) if device and len(seen) > 1 else o.what
+    whats = [o.what.replace(f"{device} (", "the value passed in (", 1) if o.named and len(seen) > 1 else o.what
              for o in seen]
     return " or ".join(whats[:3]) + (" or more" if len(seen) > 3 else "")
 

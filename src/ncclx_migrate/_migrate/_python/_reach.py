@@ -88,6 +88,11 @@ def _small(node: cst.BaseSmallStatement, target: str, path: Path) -> Def | None:
         return _bind(node.target, node.value, target, path)
     elif isinstance(node, cst.AugAssign) and _hits(node.target, target):
         return Def(None, None, path)
+    elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if dotted(bound) == target or (isinstance(node, cst.Import) and dotted(bound) == target.split(".")[0]):
+                return Def(None, None, path)
     return None
 
 
