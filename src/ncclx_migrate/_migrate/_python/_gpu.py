@@ -35,9 +35,9 @@ _WHEN = {
             "node runs device_count processes (torchrun --nproc-per-node below the GPU count differs on "
             "every node after the first)",
     LAUNCHER: "torch reads no launcher variable: without LOCAL_RANK nccl2 binds the rank passed to "
-              "init_process_group (under srun, usually SLURM_PROCID) % device_count, this GPU only when every node runs device_count tasks "
-              "numbered node by node (srun --ntasks-per-node=<GPUs>, block distribution); fewer tasks per "
-              "node or a cyclic distribution put the group on another GPU",
+              "init_process_group (under srun, usually SLURM_PROCID) % device_count, this GPU only when "
+              "every node runs device_count tasks numbered node by node (srun --ntasks-per-node=<GPUs>, "
+              "block distribution); fewer tasks per node or a cyclic distribution put the group on another GPU",
     FIXED0: "nccl2 binds cuda:0 too for a lone process, one visible GPU or LOCAL_RANK 0, but without "
             "LOCAL_RANK it binds rank % device_count (srun with one task per node: another GPU on every "
             "node after the first)",
@@ -316,7 +316,7 @@ class _Resolver:
         finally:
             self.active.discard(key)
 
-    def _exported(self, target: str, at: Path, both_ways: bool = False) -> int | None:
+    def exported(self, target: str, at: Path, both_ways: bool = False) -> int | None:
         """The line of ``os.environ["LOCAL_RANK"] = str(target)`` that runs before the init, after
         the statement ``at`` ends in (``both_ways``: or before it) with no rebinding in between:
         nccl2 then binds this value (``LOCAL_RANK % device_count``)."""
@@ -361,7 +361,7 @@ class _Resolver:
         if d.value is None and not d.whole:
             return [self._by_name(expr, code)]  # args = ... for args.gpu: what the name says
         target = dotted(expr)
-        line = self._exported(target, d.path) if target is not None and d.value is not None else None
+        line = self.exported(target, d.path) if target is not None and d.value is not None else None
         if line is not None:  # nccl2 binds this very value
             return [Origin(LOCAL, f"the value exported as LOCAL_RANK on line {line} "
                                   f"({_join(self._assigned(d, code, depth))})")]
@@ -370,10 +370,9 @@ class _Resolver:
     def _assigned(self, d: Def, code: str, depth: int) -> list[Origin]:
         """What an assignment gives ``code`` (its value, an element of it, a loop's items)."""
         if d.value is None:
-            stmt = d.path[-1]
-            how = ("imported" if isinstance(stmt, (cst.Import, cst.ImportFrom)) else "a loop variable"
-                   if isinstance(stmt, cst.For) else "changed in place" if isinstance(stmt, cst.AugAssign) else "rebound")
-            return [Origin(UNKNOWN, f"`{code}` ({how})")]
+            hows = {cst.Import: "imported", cst.ImportFrom: "imported", cst.For: "a loop variable",
+                    cst.AugAssign: "changed in place"}
+            return [Origin(UNKNOWN, f"`{code}` ({hows.get(type(d.path[-1]), 'rebound')})")]
         if d.loop:
             els = d.value.elements if isinstance(d.value, (cst.Tuple, cst.List)) else ()
             return ([o for el in els for o in self.origins(el.value, d.path, depth + 1)]
@@ -384,8 +383,8 @@ class _Resolver:
             return self._returns(fn, d.index, code, depth)
         if d.index is not None:
             els = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
-            value = (els[d.index].value if len(els) > d.index and not any(isinstance(e, cst.StarredElement) for e in els)
-                     else None)
+            starred = any(isinstance(e, cst.StarredElement) for e in els)
+            value = els[d.index].value if len(els) > d.index and not starred else None
         if value is None:
             return [Origin(UNKNOWN, f"`{code}` (unpacked from `{self.a.code(d.value).strip()}`)")]
         return self.origins(value, d.path, depth + 1)
@@ -463,10 +462,9 @@ def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | No
     function)`` says whether a statement runs before the init."""
     r = _Resolver(a, rank_arg(init) if init is not None else None, before)
     index = dotted(_unwrap(device))
-    line = r._exported(index, at, both_ways=True) if index is not None else None
+    line = r.exported(index, at, both_ways=True) if index is not None else None
     if line is not None:  # set_device(x) and LOCAL_RANK = str(x) before the init: nccl2 binds x too
         return Verdict(True, f"`{index}`, exported as LOCAL_RANK on line {line}", f"`{index}`", "")
-    origins = r.origins(device, at) or [
-        Origin(UNKNOWN, f"`{a.code(device).strip()}`")]
+    origins = r.origins(device, at) or [Origin(UNKNOWN, f"`{a.code(device).strip()}`")]
     literal = isinstance(_unwrap(device), (cst.Integer, cst.SimpleString)) or _env_key(a, _unwrap(device)) is not None
     return _verdict(origins, f"`{a.code(device).strip()}`", not literal)

@@ -51,7 +51,6 @@ class _SetDevice:
     torch_name: str | None  # how the file spells the torch module at this call
     how: str = "torch.cuda.set_device"  # the API that picks the GPU
     device: cst.BaseExpression | None = None  # the device argument
-    names: Scope | None = None  # where ``device`` is resolved
     path: tuple[cst.CSTNode, ...] = ()  # the call and the nodes around it, the module first
 
 
@@ -128,7 +127,7 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     device = device or next((arg.value for arg in node.args if arg.keyword is not None
                              and arg.keyword.value in ("device", "device_index", "idx")), None)
     _facts(a)["set_device"].append(
-        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, a.scope(), tuple(a.stack)))
+        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, tuple(a.stack)))
 
 
 @on(cst.Call, "NCX103", "NCX104", "NCX130", "NCX131", "NCX132", "NCX134")
