@@ -4,8 +4,10 @@ The first line of ``<case>.in.py`` may hold options: ``# fixture: --unsafe-fixes
 --use-shim --select NCX1 --line-length 100`` (default 88).  For every case the harness checks: the findings (code, position,
 fix kind, applied) match ``.findings``; the fixed text equals ``.out.py`` (absent: unchanged) and
 parses; a second run over the fixed text changes nothing; a report-only run finds the same
-things unapplied.  ``NCCLX_UPDATE_FIXTURES=1 pytest tests/migrate/test_fixtures.py`` rewrites the
-expected files from the actual results (review the diff!).
+things unapplied.  An optional ``<case>.messages`` holds each finding's message as a user reads
+it (``line:col CODE message``), for cases whose point is the wording (a severity, a cited line).
+``NCCLX_UPDATE_FIXTURES=1 pytest tests/migrate/test_fixtures.py`` rewrites the expected files
+from the actual results (review the diff!).
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ def test_fixture(case: str) -> None:
         elif out_path.exists():
             out_path.unlink()
     assert render(result) == findings_path.read_text(encoding="utf-8")
+    messages_path = FIXTURES / f"{case}.messages"
+    if messages_path.exists():
+        messages = "".join(f"{f.line}:{f.column} {f.code} {f.message}\n" for f in result.findings)
+        if UPDATE:
+            messages_path.write_text(messages, encoding="utf-8")
+        assert messages == messages_path.read_text(encoding="utf-8")
     expected = out_path.read_text(encoding="utf-8") if out_path.exists() else src
     assert new == expected
     if result.new_text is None:

@@ -95,7 +95,7 @@ RULES: tuple[Rule, ...] = (
          "Options.lazy_init set without a guard: AttributeError on torch 2.14",
          (_S, _N), "2.14, 2.15", _PY),
     Rule("NCX134", "init-device-mismatch",
-         "NCCL init_process_group without device_id where the GPU the code picks can differ from the one nccl2 binds (breaks)",
+         "NCCL init_process_group without device_id where the GPU the code picks can differ from the one nccl2 binds (a break, or maybe one)",
          (_U, _N), "2.15", _PY),
     # --- other files (scanners in _migrate/_files) ---
     Rule("NCX201", "rollback-toggle-files",

@@ -6,6 +6,7 @@ argument (``_flow.resolve``); every other exact backend-name string is flagged.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from .._model import FixKind
 from ._ctx import Analyzer, Edit, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
+from ._gpu import judge
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
 from ._scope import Scope
 
@@ -49,11 +51,11 @@ class _SetDevice:
     torch_name: str | None  # how the file spells the torch module at this call
     how: str = "torch.cuda.set_device"  # the API that picks the GPU
     device: cst.BaseExpression | None = None  # the device argument
-    names: Scope | None = None  # where ``device`` is resolved
+    path: tuple[cst.CSTNode, ...] = ()  # the call and the nodes around it, the module first
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
-    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": []})
+    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": [], "calls": []})
     assert isinstance(f, dict)
     return f
 
@@ -97,6 +99,8 @@ _PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device
 def _picker(a: Analyzer, node: cst.Call) -> None:
     """Record a call that picks the current GPU (see _PICKERS), if it is one."""
     func = node.func
+    if isinstance(func, cst.Name):  # which function calls which, for GPU picks made in another function
+        _facts(a)["calls"].append((a.enclosing_function(), func.value, a.order, node))
     if (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
             else None) not in _PICKER_NAMES:
         return  # most calls: no name resolution
@@ -123,7 +127,7 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     device = device or next((arg.value for arg in node.args if arg.keyword is not None
                              and arg.keyword.value in ("device", "device_index", "idx")), None)
     _facts(a)["set_device"].append(
-        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, a.scope()))
+        _SetDevice(node, a.enclosing_function(), a.order, suites, torch_name, how, device, tuple(a.stack)))
 
 
 @on(cst.Call, "NCX103", "NCX104", "NCX130", "NCX131", "NCX132", "NCX134")
@@ -252,73 +256,6 @@ def _is_nccl_backend(a: Analyzer, use: _BackendUse) -> bool | None:
     return any(n in ("nccl", "nccl2", "nccl-lazy") and d in (None, "cuda") for d, n in parts)
 
 
-_ENV_READERS = ("os.environ.get", "os.getenv", "os.environ.__getitem__", "os.environ.setdefault")
-
-
-def _env_name(a: Analyzer, expr: cst.BaseExpression) -> str | None:
-    """``"X"`` for ``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")``."""
-    key: cst.BaseExpression | None = None
-    if isinstance(expr, cst.Subscript) and a.qnames(expr.value) == {"os.environ"} and len(expr.slice) == 1:
-        sl = expr.slice[0].slice
-        key = sl.value if isinstance(sl, cst.Index) else None
-    elif isinstance(expr, cst.Call) and expr.args and (a.qnames(expr.func) & set(_ENV_READERS)):
-        key = expr.args[0].value
-    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
-        return key.evaluated_value
-    return None
-
-
-def _device_origin(a: Analyzer, expr: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> tuple[bool | None, str]:
-    """Where a GPU index comes from: (True: LOCAL_RANK [% device_count], the GPU nccl2 binds
-    under torchrun; False: computed otherwise, so it can differ; None: not visible here),
-    and a few words saying what it is."""
-    code = a.code(expr).strip()
-    if depth > 6:
-        return None, f"`{code}`"
-    env = _env_name(a, expr)
-    if env is not None:
-        return (True, "the LOCAL_RANK variable") if env == "LOCAL_RANK" else (False, f"the {env} variable")
-    if isinstance(expr, cst.Integer):
-        return False, f"the fixed index {code}"
-    if isinstance(expr, cst.SimpleString):
-        return False, f"the fixed device {code}"
-    if isinstance(expr, cst.Call):
-        fname = a.code(expr.func).rpartition(".")[2]
-        plain = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
-        if fname in ("int", "device") and plain:
-            return _device_origin(a, plain[-1], scope, depth + 1)
-        if "local_rank" in fname.lower():
-            return True, f"`{code}` (the local rank)"
-        if fname in ("get_rank", "get_global_rank"):
-            return False, f"`{code}` (the global rank)"
-        return None, f"`{code}`"
-    if isinstance(expr, cst.FormattedString):
-        parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
-        return _device_origin(a, parts[-1], scope, depth + 1) if len(parts) == 1 else (None, f"`{code}`")
-    if isinstance(expr, cst.BinaryOperation):
-        left, _ = _device_origin(a, expr.left, scope, depth + 1)
-        if isinstance(expr.operator, cst.Modulo) and left is True and "device_count" in a.code(expr.right):
-            return True, f"`{code}` (LOCAL_RANK % device_count)"
-        return False, f"`{code}` (a computed index)"
-    if isinstance(expr, cst.Subscript):
-        return False, f"`{code}` (a remapped index)"
-    if isinstance(expr, cst.Name):
-        value = a.scopes.single_value(expr.value, scope) if scope is not None else None
-        if value is not None:
-            origin, what = _device_origin(a, value, scope, depth + 1)
-            return origin, what if what.startswith("the ") else f"`{code}` = {what}"
-        if "local_rank" in expr.value.lower():
-            return True, f"`{code}` (by its name, the local rank)"
-        return None, f"`{code}`"
-    if isinstance(expr, cst.Attribute):
-        if "local_rank" in expr.attr.value.lower():
-            return True, f"`{code}` (by its name, the local rank)"
-        if expr.attr.value in ("rank", "global_rank"):
-            return False, f"`{code}` (the global rank)"
-        return False, f"`{code}` (a configuration value)"
-    return None, f"`{code}`"
-
-
 def _kwargs_dict(
     a: Analyzer, init: _Init, star: cst.BaseExpression
 ) -> tuple[cst.Dict | cst.Call | None, bool] | None:
@@ -349,6 +286,36 @@ def _backend_in(a: Analyzer, container: cst.Dict | cst.Call) -> cst.BaseExpressi
                 return el.value
         return None
     return next((arg.value for arg in container.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
+
+
+def _before(a: Analyzer, f: dict[str, list[object]], init: _Init, node: cst.CSTNode, fn: cst.CSTNode | None) -> bool:
+    """Whether a statement in function ``fn`` runs before ``init``: an earlier line of the init's
+    function, or a line of a function that calls the init's function later on."""
+    line = a.pos(node).start.line
+    if fn is init.scope:
+        return line < a.pos(init.call).start.line
+    name = init.scope.name.value if isinstance(init.scope, cst.FunctionDef) else None
+    return name is not None and any(isinstance(c, tuple) and c[0] is fn and c[1] == name and a.pos(c[3]).start.line > line
+                                    for c in f["calls"])
+
+
+def _runs_before(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
+    """A pick in another function that runs before ``init`` on a path the file shows: its function
+    calls the init's function after the pick, or the init's function calls the pick's function
+    (directly or through one function of this file) before the init."""
+    calls = [c for c in f["calls"] if isinstance(c, tuple)]
+
+    def name(fn: object) -> str | None:
+        return fn.name.value if isinstance(fn, cst.FunctionDef) else None
+
+    if name(init.scope) is not None and any(
+            c[0] is pick.scope and c[1] == name(init.scope) and c[2] > pick.order for c in calls):
+        return True
+    target = name(pick.scope)
+    if target is None:
+        return False
+    via = {target} | {name(c[0]) for c in calls if c[1] == target and name(c[0]) is not None}
+    return any(c[0] is init.scope and c[1] in via and c[2] < init.order for c in calls)
 
 
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
@@ -383,25 +350,34 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         same = [s for s in pickers if s.scope is init.scope]
         before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
-        sd = (dominating or before or same or pickers)[-1 if (dominating or before) else 0]
-        origin, what = _device_origin(a, sd.device, sd.names) if sd.device is not None else (None, "its argument")
+        elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
+        sd = (dominating or before or elsewhere or same or pickers)[-1 if (dominating or before or elsewhere) else 0]
+        verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
+                         functools.partial(_before, a, f, init))
+                   if sd.device is not None else None)
+        origin = verdict.severity if verdict is not None else None
+        what = verdict.what if verdict is not None else "its argument"
+        short = verdict.short if verdict is not None else "its argument"
         code = "NCX130" if origin is True else "NCX134"
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
-                f"cuda:(LOCAL_RANK % device_count) and ignores the GPU picked with {sd.how}")
+                "cuda:(LOCAL_RANK % device_count), or cuda:(rank % device_count) without LOCAL_RANK, and "
+                f"ignores the GPU picked with {sd.how}")
         if origin is True:
             why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
                    "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
         elif origin is False:
-            why = (f"the device comes from {what}, which can differ from LOCAL_RANK % device_count: the group "
-                   "then runs on another GPU than this process (a break, not hardening)")
+            assert verdict is not None
+            why = f"the device comes from {what}: {verdict.why} (a break, not hardening)"
+        elif verdict is not None:
+            why = f"the device comes from {what}: {verdict.why}"
         else:
-            why = (f"where {what} comes from is not visible here: unless it is LOCAL_RANK % device_count the "
-                   "group runs on another GPU than this process")
+            why = ("where its argument comes from is not visible here: unless it is LOCAL_RANK % device_count "
+                   "the group runs on another GPU than this process")
         line = a.pos(sd.call).start.line
         helper = sd.how not in _PICKERS.values()
         tag = {True: "(hardening)", False: "(a break)", None: "(maybe a break)"}[origin]
         # The message names where the device comes from when that fits in a short line.
-        head = f"nccl2 init ignores the GPU from {what.removeprefix('the ').removesuffix(' variable')} (line {line})"
+        head = f"nccl2 init ignores the GPU from {short} (line {line})"
         if len(head) > 66:
             head = f"nccl2 init ignores the GPU picked on line {line}"
         if dominating and nccl and not helper and not (star is not None and container is None):
@@ -434,6 +410,11 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"init_process_group runs before the GPU pick on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
+        elif elsewhere:
+            fn = sd.scope.name.value if isinstance(sd.scope, cst.FunctionDef) else "another function"
+            a.report(call, code, f"nccl2 init ignores the GPU picked in {fn}() (line {line}): pass device_id= {tag}",
+                     detail=f"{base}; {why}. The GPU is picked in {fn}() (line {line}), which runs before this "
+                     "init, so pass device_id= the intended device to init_process_group.")
         else:
             a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
                      detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
