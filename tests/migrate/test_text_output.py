@@ -189,7 +189,7 @@ def test_diff_lists_files_in_report_order(tmp_path: Path) -> None:
     for name, var in names.items():
         p = tmp_path / name
         p.parent.mkdir(exist_ok=True)
-        p.write_text(f'#!/bin/sh\nexport {var}=1\n' if name.endswith(".sh")
+        p.write_text(f'#!/bin/sh\nexport {var}=1\ntorchrun train.py\n' if name.endswith(".sh")
                      else f'import os\nos.environ["{var}"] = "1"\n')
     proc = _migrate("--diff", "-j", "1", "z.py", "m.py", "b", "a.sh", cwd=tmp_path)
     diffed = [ln[len("+++ b/"):] for ln in proc.stdout.splitlines() if ln.startswith("+++ ")]

@@ -725,14 +725,41 @@ def continued_lines(text: str, sink: Collector) -> None:
         n = last + 1
 
 
-_SOURCED = (" This file has no #! line, so it may be sourced (`. file`): a set of {old} that the sourcing "
-            "shell makes afterwards would no longer reach torch once the new name is exported here, so an "
-            "export of the new name is never safe in it (a #! line says it is run, not sourced).")
+_SOURCED = (" This file looks sourced (`. file`: no #! line, a comment that says so, or nothing in it but "
+            "settings): a set of {old} that the sourcing shell makes afterwards would no longer reach torch "
+            "once the new name is exported here, so an export of the new name is never safe in it.")
+# First words of lines that only set up a shell: a script made of nothing else has no effect
+# when run, so it is meant to be sourced.
+_SETUP = re.compile(
+    r"\s*(?:(?:export|declare|typeset|readonly|local|unset|set|shopt|umask|ulimit|echo|printf|true|false"
+    r"|if|then|else|elif|fi|for|while|until|do|done|case|esac|return|test|source|alias|cd)(?![\w-])"
+    r"|[:.](?=\s|$)|[{}]|\[\[?|;;|\))")
+# Leading assignments; what follows them on the line is a command run with them (`X=1 cmd`).
+_ASSIGNS = re.compile(r"""(?:[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:"[^"]*"|'[^']*'|[^\s;&|"']+)*\s*)+""")
+_SAYS_SOURCED = re.compile(r"(?im)^[ \t]*#.*\b(?:source[ds]?|sourcing)\b(?!:)")
+
+
+def looks_sourced(text: str) -> bool:
+    """Whether a shell script is probably sourced rather than run."""
+    if not text.startswith("#!") or _SAYS_SOURCED.search(text):
+        return True
+    continued = False
+    for line in text.splitlines()[1:]:
+        stripped = line.strip()
+        if continued or not stripped or stripped.startswith("#"):
+            continued = continued and stripped.endswith("\\")
+            continue
+        m = _ASSIGNS.match(stripped)
+        rest = stripped[m.end():] if m else stripped
+        if rest and not rest.startswith(("#", ";")) and not _SETUP.match(rest):
+            return False  # it runs a program: run, not sourced
+        continued = stripped.endswith("\\")
+    return True
 
 
 def scan_shell(path: str, text: str, sink: Collector) -> None:
     continued_lines(text, sink)
     ctx = Ctx(text, sink)
-    ctx.sourced = not text.startswith("#!")
+    ctx.sourced = looks_sourced(text)
     scan_shell_range(ctx, 0, len(text))
 
