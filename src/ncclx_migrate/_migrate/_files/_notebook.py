@@ -38,6 +38,7 @@ _MAGIC = re.compile(
 _SHELL_ASSIGN = re.compile(r"^[ \t]*(?:[A-Za-z_][\w.]*[ \t]*=[ \t]*)?!")
 _ENV_MAGIC = re.compile(r"^([ \t]*%(?:set_)?env[ \t]+)([A-Za-z_][A-Za-z0-9_]*)([ \t]*=[ \t]*|[ \t]+)(\S.*?)[ \t]*$")
 _PLACEHOLDER = re.compile(r"^[ \t]*pass  # ncclx-magic-(\d+)[ \t]*$")
+_IPY_EXPR = re.compile(r"(?<![$\\{])\{[^{}\n]+\}")
 _SHELL_CELL = re.compile(r"^%%(?:bash|sh|script[ \t]+(?:ba)?sh)\b")
 
 
@@ -63,7 +64,11 @@ def _magic_line(path: str, body: str, options: Options, known: frozenset[str],
         sink.env(EnvAssign(name, m.start(2), value, raw, m.start(4), None, add, remove))
     elif _SHELL_ASSIGN.match(body):
         bang = body.index("!")
-        scan_shell_range(Ctx(body, sink, lines_ok=False), bang + 1, len(body))
+        # IPython expands {expr} in a `!` line before the shell runs it: such a value is
+        # computed (masked as a $reference of the same length), and the line gets no fix.
+        masked = _IPY_EXPR.sub(lambda m: "$" + "X" * (len(m.group(0)) - 1), body)
+        sink = Collector(path, masked, options, also_assigned=known) if masked != body else sink
+        scan_shell_range(Ctx(masked, sink, lines_ok=False, env_fixes=masked == body), bang + 1, len(body))
     result = sink.result()
     return result.findings, result.new_text
 
