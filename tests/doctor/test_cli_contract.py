@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ncclx_exe
+from tests.conftest import ncclx_exe, on_a_terminal
 
-from .conftest import check, doctor, doctor_json, on_a_terminal
+from .conftest import check, doctor, doctor_json
 
 IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
        "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
@@ -117,10 +117,10 @@ def test_human_output_one_line_per_check_then_a_bullet_per_problem_with_its_fix(
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
-    args = ("--level", "static", "--check", "gpu-binding")
-    assert "\x1b[" in on_a_terminal(*args)
-    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1"})
-    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1", "FORCE_COLOR": "1"})
+    args = ("doctor", "--level", "static", "--check", "gpu-binding")
+    assert "\x1b[" in on_a_terminal(*args).terminal
+    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1"}).terminal
+    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).terminal
 
 
 def test_force_color_colours_a_pipe_and_no_color_wins(tmp_path: Path) -> None:
