@@ -14,7 +14,6 @@ showing a rank's entries.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import subprocess
 import sys
@@ -38,19 +37,7 @@ from tests.pages.conftest import ARGS, CHROMIUM  # noqa: E402
 def _doctor_sources(ranks: int) -> list[Source]:
     out = subprocess.run([sys.executable, "-m", "ncclx_migrate", "doctor", "--level", "static", "--json"],
                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"})
-    base = json.loads(out.stdout)
-    sources = []
-    for rank in range(ranks):
-        rep = copy.deepcopy(base)
-        rep["rank"], rep["host"] = rank, f"node-{rank // 8:05d}"
-        for c in rep["checks"]:
-            if c["id"] == "nccl-version" and rank // 8 == 5:
-                c.update(status="fail", message="loaded NCCL 2.28.3: below the 2.29 floor")
-                c["details"]["runtime"] = "2.28.3"
-            if c["id"] == "env-vars" and rank == 77:
-                c.update(status="warn", message="TORCH_NCCL_BLOCKING_WAIT=1 is deprecated")
-        sources.append(Source(Report.from_json(rep), ""))
-    return sources
+    return [Source(Report.from_json(rep), "") for rep in synthetic.doctor_fleet(json.loads(out.stdout), ranks)]
 
 
 def _browser_times(browser: Any, path: Path, click: str) -> tuple[float, float]:

@@ -1,11 +1,16 @@
-"""Shared test helpers: run the installed `ncclx` command, find the other torch venvs."""
+"""Shared test helpers: run the installed `ncclx` command (in a pipe or on a terminal), find the
+other torch venvs."""
 
 from __future__ import annotations
 
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,6 +51,59 @@ def run_ncclx(
         input=input,
         timeout=timeout,
     )
+
+
+@dataclass(frozen=True)
+class TerminalRun:
+    returncode: int
+    terminal: str  # every byte the command wrote to the terminal (a pty turns "\n" into "\r\n")
+    stdout: str  # what went to the pipe instead ("" when stdout was the terminal)
+    stderr: str
+
+
+def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict[str, str] | None = None,
+                  cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> TerminalRun:
+    """Run the real `ncclx ARGS` with the streams named in ``terminal`` ("stdout", "stderr") on a
+    pseudo-terminal and the others in pipes; TERM=xterm, and no NO_COLOR/FORCE_COLOR/COLUMNS
+    unless ``env`` sets them."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL", "NCCLX_"))
+            and k not in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS")}
+    assert terminal and set(terminal) <= {"stdout", "stderr"}, terminal
+    leader, follower = pty.openpty()
+
+    def to(name: str) -> int:
+        return follower if name in terminal else subprocess.PIPE
+
+    proc = subprocess.Popen([ncclx_exe(), *args], stdin=subprocess.DEVNULL, stdout=to("stdout"),
+                            stderr=to("stderr"), cwd=cwd, env={**base, "TERM": "xterm", **(env or {})})
+    os.close(follower)
+    pipes = {p.fileno(): name for p, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")) if p}
+    got = {name: b"" for name in ("terminal", "stdout", "stderr")}
+    # Read every stream as it comes, so a full pipe cannot stall the command.
+    fds, deadline = [leader, *pipes], time.monotonic() + timeout
+    try:
+        while fds:
+            ready, _, _ = select.select(fds, [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                proc.kill()
+                raise AssertionError(f"ncclx {' '.join(args)} still running after {timeout} s; "
+                                     f"the terminal so far: {got['terminal']!r}")
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # EIO: the command closed the terminal
+                    chunk = b""
+                if chunk:
+                    got[pipes.get(fd, "terminal")] += chunk
+                else:
+                    fds.remove(fd)
+        returncode = proc.wait(timeout=timeout)
+    finally:
+        os.close(leader)
+        for p in (proc.stdout, proc.stderr):
+            if p:
+                p.close()
+    return TerminalRun(returncode, *(got[n].decode() for n in ("terminal", "stdout", "stderr")))
 
 
 def other_python(var: str) -> str:

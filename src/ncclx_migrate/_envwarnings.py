@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ._envvars import EnvVar
+    from ._torchfacts import Phase
 
 __all__ = ["PREFIXES", "InstalledTorch", "find_installed_torch", "toggle_message", "warn_environment"]
 
@@ -50,6 +51,14 @@ class InstalledTorch:
     @property
     def rollback_gone(self) -> bool:
         return self.has_nccl2 and self.version >= (2, 15) and "nccl-legacy" not in self.backends
+
+    @property
+    def phase(self) -> Phase:
+        """The phase read off the registry (before 2.15 "nccl" is legacy unless opted in), to
+        look up NCCL_BUILDS.  Imports _torchfacts: only the messages that need the table ask."""
+        from ._torchfacts import phase_for_registry
+
+        return phase_for_registry(set(self.backends), self.version >= (2, 15))
 
 
 def _read_backends(dist_info: str) -> frozenset[str]:
@@ -99,13 +108,11 @@ def find_installed_torch(path: list[str] | None = None) -> InstalledTorch | None
 
 def _builds(torch: InstalledTorch, value: str | None) -> str:
     """What "nccl" builds on this torch with the toggle at ``value``."""
-    if not torch.has_nccl2:
-        return "the legacy ProcessGroupNCCL (this torch has no nccl2)"
-    if torch.version < (2, 15):
-        return "nccl2" if value == "1" else "the legacy ProcessGroupNCCL"
-    if torch.rollback_gone:
+    from ._torchfacts import nccl_builds
+
+    if nccl_builds(torch.phase, value) == "nccl2":
         return "nccl2"
-    return "the legacy ProcessGroupNCCL" if value == "0" else "nccl2"
+    return "the legacy ProcessGroupNCCL" + ("" if torch.has_nccl2 else " (this torch has no nccl2)")
 
 
 _UNSET = (

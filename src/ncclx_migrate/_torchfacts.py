@@ -34,6 +34,7 @@ __all__ = [
     "backend_entry_points",
     "default_timeout_minutes",
     "installed_torch_version",
+    "nccl_builds",
     "phase_for_registry",
     "phase_for_version",
     "release_of",
@@ -154,6 +155,22 @@ NCCL_BUILDS: dict[str, dict[str, str]] = {
     "2.14": {"unset": _L, "0": _L, "1": _N2, "false": _L, "true": _L},
     "2.15": {"unset": _N2, "0": _L, "1": _N2, "false": _N2, "true": _N2},
 }
+# The release whose NCCL_BUILDS row a phase reads (each phase was measured on that release).
+_PHASE_RELEASE = {Phase.NO_NCCL2: "2.13", Phase.OPT_IN: "2.14", Phase.DEFAULT: "2.15"}
+
+
+def nccl_builds(phase: Phase, toggle: str | None) -> str:
+    """What "nccl" builds in ``phase`` with TORCH_DIST_USE_NCCL2=``toggle`` (None: unset): the
+    NCCL_BUILDS cell.  With the rollback gone (announced past 2.15) it is nccl2 whatever the value."""
+    if phase is Phase.ROLLBACK_GONE:
+        return _N2
+    from ._envvars import toggle_meaning
+
+    # torch compares with the literals "0" and "1" only: any other value builds what "true" does.
+    column = {"unset": "unset", "rollback": "0", "opt-in": "1"}.get(toggle_meaning(toggle), "true")
+    return NCCL_BUILDS[_PHASE_RELEASE[phase]][column]
+
+
 # What torch's own registration of each explicit name builds (None: torch has no such name).
 # 2.14 already has all three (entry_points.txt; distributed_c10d.py:844-870, 2.14.1).
 NAME_BUILDS: dict[str, dict[str, str | None]] = {

@@ -8,9 +8,6 @@ Old NCCL, RCCL and broken libraries cannot be installed here, so tests compile
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -19,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ncclx_exe, run_ncclx
+from tests.conftest import run_ncclx
 
 DATA = Path(__file__).parent / "data"
 
@@ -76,28 +73,3 @@ def fake_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
         return built[key]
 
     return build
-
-
-def on_a_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
-    """Run ``ncclx doctor ARGS`` with stdout on a pseudo-terminal; return every byte it wrote."""
-    master, slave = pty.openpty()
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("TORCH_", "NCCL", "NCCLX_")) and k not in ("NO_COLOR", "TERM", "COLUMNS")}
-    proc = subprocess.Popen([ncclx_exe(), "doctor", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            env={**base, "TERM": "xterm", **(env or {})})
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], timeout)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=timeout)
-    os.close(master)
-    return out.decode()

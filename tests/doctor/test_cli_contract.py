@@ -7,12 +7,13 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ncclx_exe
+from tests.conftest import ncclx_exe, on_a_terminal
 
-from .conftest import check, doctor, doctor_json, on_a_terminal
+from .conftest import check, doctor, doctor_json
 
 IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
        "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
@@ -116,9 +117,28 @@ def test_human_output_one_line_per_check_then_a_bullet_per_problem_with_its_fix(
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
-    args = ("--level", "static", "--check", "gpu-binding")
-    assert "\x1b[" in on_a_terminal(*args)
-    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1"})
+    args = ("doctor", "--level", "static", "--check", "gpu-binding")
+    assert "\x1b[" in on_a_terminal(*args).terminal
+    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1"}).terminal
+    assert "\x1b[" not in on_a_terminal(*args, env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).terminal
+
+
+def test_force_color_colours_a_pipe_and_no_color_wins(tmp_path: Path) -> None:
+    # The rule migrate follows too (docs/migrate.md): one rule for every command.
+    args = ("--level", "static", "--check", "gpu-binding", "--check", "env-vars")
+    plain, forced, both = ({"NO_COLOR": "", "FORCE_COLOR": ""}, {"NO_COLOR": "", "FORCE_COLOR": "1"},
+                           {"NO_COLOR": "1", "FORCE_COLOR": "1"})
+    piped = doctor(*args, env=plain).stdout
+    coloured = doctor(*args, env=forced).stdout
+    assert "\x1b[" not in piped
+    assert re.search(r"\x1b\[[0-9;]+m(OK|WARN|FAIL)\x1b\[0m: ", coloured), coloured  # the verdict, painted
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == piped  # the same text, only painted
+    assert doctor(*args, env=both).stdout == piped
+    # merge prints the merged report after the fact (through click): the same rule holds there
+    saved = tmp_path / "node.json"
+    saved.write_text(doctor("--json", *args).stdout)
+    assert "\x1b[" in doctor("merge", str(saved), env=forced).stdout
+    assert "\x1b[" not in doctor("merge", str(saved), env=both).stdout
 
 
 def test_a_crashing_check_becomes_that_checks_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ncclx_exe
+from tests.conftest import ncclx_exe, on_a_terminal
 
-from .conftest import check, doctor, doctor_json, on_a_terminal
+from .conftest import check, doctor, doctor_json
 
 MARK = re.compile(r"  (ok|warn|FAIL|skip|ERROR) +([a-z-]+)( |$)")
 
@@ -63,8 +63,8 @@ def test_one_bullet_per_problem_each_with_its_fix_under_it() -> None:
 
 
 def test_on_a_terminal_the_probe_says_what_it_is_doing_and_checks_print_as_they_complete() -> None:
-    raw = on_a_terminal("--level", "probe", "--check", "torch-version", "--check", "probe",
-                        env={"NO_COLOR": "1", "COLUMNS": "100"})
+    raw = on_a_terminal("doctor", "--level", "probe", "--check", "torch-version", "--check", "probe",
+                        env={"NO_COLOR": "1", "COLUMNS": "100"}).terminal
     assert "probe: 2 ranks, " in raw  # the live status line...
     assert re.search(r"probe: 2 ranks, (starting|init_process_group|all_reduce|broadcast)", raw)
     first_check = raw.index(" torch-version ")
@@ -76,14 +76,14 @@ def test_on_a_terminal_the_probe_says_what_it_is_doing_and_checks_print_as_they_
 
 
 def test_no_progress_lines_in_json_even_on_a_terminal() -> None:
-    raw = on_a_terminal("--check", "torch-version", "--json")
+    raw = on_a_terminal("doctor", "--check", "torch-version", "--json").terminal
     assert "importing torch..." not in raw and "torch-version..." not in raw
     assert json.loads(raw.replace("\r\n", "\n"))["checks"][0]["id"] == "torch-version"
 
 
 def test_no_progress_lines_in_a_pipe() -> None:
     # The same run on a terminal shows "importing torch..." and "torch-version..." while it works.
-    assert "torch-version..." in on_a_terminal("--check", "torch-version", env={"NO_COLOR": "1"})
+    assert "torch-version..." in on_a_terminal("doctor", "--check", "torch-version", env={"NO_COLOR": "1"}).terminal
     proc = doctor("--check", "torch-version")
     assert "..." not in proc.stdout and "\r" not in proc.stdout
     assert MARK.match(proc.stdout.splitlines()[1])
@@ -238,9 +238,9 @@ def test_cluster_gather_shows_how_many_ranks_it_has_on_a_terminal() -> None:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
     # Rank 1 of 2 never starts: rank 0 waits out --timeout, counting.
-    raw = on_a_terminal("--level", "cluster", "--timeout", "3",
+    raw = on_a_terminal("doctor", "--level", "cluster", "--timeout", "3",
                         env={"NO_COLOR": "1", "RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                             "MASTER_PORT": port, "PYTHONPATH": os.pathsep.join(sys.path)})
+                             "MASTER_PORT": port, "PYTHONPATH": os.pathsep.join(sys.path)}).terminal
     assert "gathered 1/2 ranks" in raw
     seen = as_seen(raw)
     assert not any("gathered" in line for line in seen)

@@ -6,12 +6,11 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import other_python, run_ncclx
+from tests.conftest import on_a_terminal, other_python, run_ncclx
 
 TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
 # A safe fix (NCX120): the new name is added so that it takes the old one's value only
@@ -319,24 +318,11 @@ def test_quiet_hides_detection_note(tmp_path: Path) -> None:
 
 
 def test_progress_on_a_terminal(tmp_path: Path) -> None:
-    import pty
-
     tree(tmp_path, {f"m{i}.py": CLEAN for i in range(60)})
-    master, slave = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "NCCL"))}
-    proc = subprocess.run([str(Path(sys.executable).parent / "ncclx"), "migrate", "-j", "1", "."], cwd=tmp_path,
-                          stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120, text=True)
-    os.close(slave)
-    seen = b""
-    try:
-        while chunk := os.read(master, 4096):
-            seen += chunk
-    except OSError:
-        pass
-    os.close(master)
-    assert proc.returncode == 0
-    assert b"ncclx migrate: 50/60 files" in seen  # progress went to the terminal
-    assert "files\r" not in proc.stdout
+    run = on_a_terminal("migrate", "-j", "1", ".", terminal=("stderr",), cwd=tmp_path)
+    assert run.returncode == 0
+    assert "ncclx migrate: 50/60 files" in run.terminal  # progress went to the terminal
+    assert "files\r" not in run.stdout
 
 
 def test_tracked_file_matching_an_ignore_pattern_is_scanned(tmp_path: Path) -> None:

@@ -7,9 +7,7 @@ import contextlib
 import functools
 import json
 import os
-import pty
 import re
-import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -17,7 +15,7 @@ from click.testing import CliRunner, Result
 from ncclx_migrate._migrate._cli import migrate
 from ncclx_migrate._migrate._model import Finding, Options
 from ncclx_migrate._migrate._python import transform_source
-from tests.conftest import ncclx_exe, run_ncclx
+from tests.conftest import on_a_terminal, run_ncclx
 from tests.migrate.test_fixtures import CASES, FIXTURES, options_for
 from tests.migrate_files import _cases
 
@@ -109,24 +107,9 @@ def test_colour_off_when_piped_on_with_force_color_and_no_color_wins(tmp_path: P
 
 
 def _on_terminal(tmp_path: Path, env: dict[str, str]) -> str:
-    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    base.update(env, TERM="xterm")
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([ncclx_exe(), "migrate", "-q", "a.py"], stdout=follower, stderr=follower,
-                            cwd=tmp_path, env=base)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
-    assert proc.wait(timeout=60) == 1
-    return b"".join(chunks).decode()
+    run = on_a_terminal("migrate", "-q", "a.py", terminal=("stdout", "stderr"), env=env, cwd=tmp_path, timeout=60)
+    assert run.returncode == 1
+    return run.terminal
 
 
 def test_colour_on_a_terminal_unless_no_color(tmp_path: Path) -> None:

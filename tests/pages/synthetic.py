@@ -1,12 +1,15 @@
-"""Synthetic flight-recorder dumps and reports at fleet scale, for the pages' tests and benchmark.
+"""Synthetic flight-recorder dumps and reports, and doctor fleets, at scale: for the pages' tests
+and benchmarks/bench_pages.py.
 
 Real 2.10-format pickle dumps as torch writes them (one ``<prefix><rank>`` file per rank), of a
 job where one rank never entered the last collective; and the same job as an ``ncclx.fr/1``
 report with ``per_rank`` filled in as docs/flight-recorder.md specifies (5 entries, 4 frames).
+A doctor fleet is one real ``ncclx.doctor/1`` report cloned to every rank with two odd ones out.
 """
 
 from __future__ import annotations
 
+import copy
 import pickle
 from pathlib import Path
 from typing import Any
@@ -119,3 +122,21 @@ def report(world: int, culprit: int, entries: int = 2000, no_dump: tuple[int, ..
                    "version": "2.10", "format": "pickle"} for r in dumped],
         "repairs": [], "groups": [group], "missing_dumps": list(no_dump), "problem": True,
     }
+
+
+def doctor_fleet(base: dict[str, Any], ranks: int, per_host: int = 8) -> list[dict[str, Any]]:
+    """``base`` (a ``doctor --json`` report) as every rank of a job would save it, ``per_host``
+    ranks per host: host 5 loads an old NCCL and rank 77 carries a deprecated variable."""
+    fleet = []
+    for rank in range(ranks):
+        report = copy.deepcopy(base)
+        report["rank"], report["host"] = rank, f"node-{rank // per_host:03d}"
+        for c in report["checks"]:
+            if c["id"] == "nccl-version" and rank // per_host == 5:
+                c.update(status="fail", message="loaded NCCL 2.28.3 (built against 2.30.7): below the 2.29 floor",
+                         remedy="load NCCL >= 2.29")
+                c["details"]["runtime"] = "2.28.3"
+            if c["id"] == "env-vars" and rank == 77:
+                c.update(status="warn", message="TORCH_NCCL_BLOCKING_WAIT=1 is deprecated", remedy="unset it")
+        fleet.append(report)
+    return fleet

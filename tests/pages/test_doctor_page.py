@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import socket
@@ -13,28 +12,17 @@ from typing import Any
 import pytest
 
 from ..conftest import ncclx_exe, run_ncclx
+from . import synthetic
 
 browser = pytest.mark.browser
 
 
-def _fleet(tmp_path: Path, ranks: int = 256, per_host: int = 8) -> list[str]:
-    """One real static report, as every rank of a job would save it; host 5 loads an old NCCL
-    and rank 77 carries a deprecated variable."""
+def _fleet(tmp_path: Path, ranks: int = 256) -> list[str]:
+    """One real static report as every rank of a job would save it (synthetic.doctor_fleet)."""
     proc = run_ncclx("doctor", "--level", "static", "--json")
-    base = json.loads(proc.stdout)
     paths = []
-    for rank in range(ranks):
-        report = copy.deepcopy(base)
-        report["rank"], report["host"] = rank, f"node-{rank // per_host:03d}"
-        for c in report["checks"]:
-            if c["id"] == "nccl-version" and rank // per_host == 5:
-                c.update(status="fail", message="loaded NCCL 2.28.3 (built against 2.30.7): below the 2.29 floor",
-                         remedy="load NCCL >= 2.29")
-                c["details"]["runtime"] = "2.28.3"
-            if c["id"] == "env-vars" and rank == 77:
-                c.update(status="warn", message="TORCH_NCCL_BLOCKING_WAIT=1 is deprecated",
-                         remedy="unset it")
-        path = tmp_path / f"rank{rank}.json"
+    for report in synthetic.doctor_fleet(json.loads(proc.stdout), ranks):
+        path = tmp_path / f"rank{report['rank']}.json"
         path.write_text(json.dumps(report))
         paths.append(str(path))
     return paths

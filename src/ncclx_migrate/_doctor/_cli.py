@@ -115,16 +115,20 @@ def emit(report: Report, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=False))
     else:
-        from ._render import render, terminal_width, use_color
+        from .._color import use_color
+        from ._render import render, terminal_width
 
-        click.echo(render(report, color=use_color(), width=terminal_width()))
+        color = use_color()
+        # click.echo strips escapes into a pipe unless told: FORCE_COLOR must reach one.
+        click.echo(render(report, color=color, width=terminal_width()), color=color)
 
 
 def _progress(as_json: bool, stream: TextIO) -> Progress | None:
     """The streaming text report (None with --json); live status lines only on a terminal."""
     if as_json:
         return None
-    from ._render import Progress, terminal_width, use_color
+    from .._color import use_color
+    from ._render import Progress, terminal_width
 
     # fd 1 points at stderr while the checks run: ask the real stdout (``stream``).
     color = use_color(stream)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import _torchinfo as ti
 from .._envvars import TOGGLE_VAR, toggle_meaning
-from .._torchfacts import Phase, installed_torch_version, phase_for_version
+from .._torchfacts import Phase, installed_torch_version, nccl_builds, phase_for_version
 from ._model import level_index
 
 __all__ = ["Facts", "Options"]
@@ -154,17 +154,11 @@ class Facts:
             return None
         if self.flavor == "cpu":
             return ti.Resolution("cuda", "nccl", None, "this torch is a CPU build (no NCCL)")
-        shown = "unset" if self.toggle is None else repr(self.toggle)
-        why = f"{TOGGLE_VAR} is {shown} (predicted from the torch version)"
+        impl = nccl_builds(phase, self.toggle)
         if phase is Phase.NO_NCCL2:
-            return ti.Resolution("cuda", "nccl", ti.IMPL_LEGACY, "torch before 2.14 has no nccl2")
-        if phase is Phase.OPT_IN:
-            impl = ti.IMPL_NCCL2 if self.toggle == "1" else ti.IMPL_LEGACY
-        elif phase is Phase.DEFAULT:
-            impl = ti.IMPL_LEGACY if self.toggle == "0" else ti.IMPL_NCCL2
-        else:
-            impl = ti.IMPL_NCCL2
-        return ti.Resolution("cuda", "nccl", impl, why)
+            return ti.Resolution("cuda", "nccl", impl, "torch before 2.14 has no nccl2")
+        shown = "unset" if self.toggle is None else repr(self.toggle)
+        return ti.Resolution("cuda", "nccl", impl, f"{TOGGLE_VAR} is {shown} (predicted from the torch version)")
 
     @cached_property
     def gpu_count(self) -> int | None:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ._model import CheckResult, Report, Status
 
-__all__ = ["Progress", "render", "terminal_width", "use_color"]
+__all__ = ["Progress", "render", "terminal_width"]
 
 _MARK = {
     Status.OK: ("ok", "32"),
@@ -28,17 +28,6 @@ _BAD = (Status.WARN, Status.FAIL, Status.ERROR)
 _ID_WIDTH = 19  # the longest check id (cluster-consistency), so streamed lines align
 MIN_WIDTH = 40
 MAX_GROUPS = 8  # bullets per merged check before the rest is counted
-
-
-def use_color(stream: TextIO | None = None) -> bool:
-    """Colour only on a terminal, never with NO_COLOR (https://no-color.org) or TERM=dumb."""
-    stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def terminal_width(stream: TextIO | None = None) -> int:
