@@ -237,7 +237,9 @@ def run(
     if len(files) > 1:
         from ._shared import shared_names
 
-        options = dataclasses.replace(options, shared_names=shared_names(files, mode.max_bytes))
+        # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!).
+        candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
+        options = dataclasses.replace(options, shared_names=shared_names(candidates, mode.max_bytes))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

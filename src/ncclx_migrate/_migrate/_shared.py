@@ -24,14 +24,24 @@ __all__ = ["shared_names", "shared_note"]
 
 _ADDED = sorted({v.name for v in ENV_VARS if v.replacement and Fix.ADD in (v.fix, v.unsafe_fix)},
                 key=len, reverse=True)
-_ALT = b"|".join(re.escape(n.encode()) for n in _ADDED)
-# A set of one of the names, in Python, shell, Dockerfile, YAML or .env text.
-_SETS = re.compile(
-    rb"(?:(?:setdefault|putenv|setenv|unsetenv|pop|name:|\bENV|-x|--export=[^\s]*?|\bunset|\bdel\s+[\w.]+\[)"
-    rb"\s*\(?\s*[\"']?)"
-    rb"(?<![A-Za-z0-9_])(" + _ALT + rb")(?![A-Za-z0-9_])"
-    rb"|(?<![A-Za-z0-9_${])(" + _ALT + rb")[\"']?\s*(?:\]\s*)?(?:=(?!=)|:(?!:))"
-)
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+# What makes an occurrence of a name a set: the text right before it, or right after it.
+_BEFORE = re.compile(rb"(?:setdefault|putenv|setenv|unsetenv|pop|name:|\bENV|-x|--export=\S*?|\bunset"
+                     rb"|\bdel\s+[\w.]+\[)\s*\(?\s*[\"']?$")
+_AFTER = re.compile(rb"[\"']?\s*(?:\]\s*)?(?:=(?!=)|:(?!:))")
+
+
+def _sets(data: bytes, name: bytes) -> bool:
+    """Does ``data`` set ``name`` somewhere (bytes.find first: the regexes only run at hits)?"""
+    at = data.find(name)
+    while at >= 0:
+        end = at + len(name)
+        whole = (at == 0 or data[at - 1] not in _WORD) and (end == len(data) or data[end] not in _WORD)
+        if whole and (at == 0 or data[at - 1] not in b"${") and (
+                _AFTER.match(data, end) or _BEFORE.search(data[max(0, at - 40):at])):
+            return True
+        at = data.find(name, end)
+    return False
 
 
 def shared_names(paths: Iterable[str], max_bytes: int) -> frozenset[str]:
@@ -42,7 +52,7 @@ def shared_names(paths: Iterable[str], max_bytes: int) -> frozenset[str]:
         data = _read(path, max_bytes)
         if data is None or b"NCCL" not in data:
             continue
-        seen.update({(a or b).decode() for a, b in _SETS.findall(data)})
+        seen.update(n for n in _ADDED if _sets(data, n.encode()))
     return frozenset(n for n, k in seen.items() if k > 1)
 
 
