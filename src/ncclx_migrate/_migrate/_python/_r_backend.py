@@ -329,11 +329,17 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         star = next((arg.value for arg in call.args if arg.star == "**"), None)
         container: cst.Dict | cst.Call | None = None
         nccl: bool | None
+        forwarded = ""  # **kwargs that come from the caller: it may hold device_id
+        found = None
         if star is not None:
             body = a.source_of(init.scope) if init.scope is not None else a.source
             found = _kwargs_dict(a, init, star)
-            if found is None or "device_id" in body:
-                continue  # kwargs from elsewhere, or device_id handled somewhere in this scope
+            if "device_id" in body:
+                continue  # device_id handled somewhere in this scope
+            if found is None:
+                forwarded = (f" This call passes **{a.code(star).strip()} from elsewhere: if that already "
+                             "holds device_id, nothing is needed.")
+        if found is not None:
             container, backend_known = found
             bexpr = _backend_in(a, container) if container is not None else None
             if not backend_known:
@@ -362,6 +368,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
                 "cuda:(LOCAL_RANK % device_count), or cuda:(rank % device_count) without LOCAL_RANK, and "
                 f"ignores the GPU picked with {sd.how}")
+        reported = len(a.pending)
         if origin is True:
             why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
                    "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
@@ -419,3 +426,5 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
                      detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
+        if forwarded and len(a.pending) > reported:
+            a.pending[-1].finding.detail += forwarded
