@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ._scope import dotted
+
 __all__ = ["Def", "Path", "dotted", "every", "reaching", "returns"]
 
 Path = tuple[cst.CSTNode, ...]  # the enclosing nodes, outermost (the module) first
@@ -35,16 +37,6 @@ class Def:
     path: Path  # down to the statement that binds (a small statement, or the compound one)
     whole: bool = True  # False: a prefix is rebound (``args = ...`` for ``args.gpu``)
     loop: bool = False  # a ``for`` target: ``value`` is what it iterates over
-
-
-def dotted(node: cst.CSTNode) -> str | None:
-    """``"args.gpu"`` for ``args.gpu``; None for anything but names and attributes of names."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else None
-    return None
 
 
 def _bind(node: cst.BaseExpression, value: cst.BaseExpression, target: str, path: Path,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-__all__ = ["Scope", "Scopes"]
+__all__ = ["Scope", "Scopes", "dotted"]
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -36,11 +36,12 @@ class Scope:
         return isinstance(self.node, cst.ClassDef)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
+def dotted(node: cst.CSTNode) -> str | None:
+    """``"args.gpu"`` for ``args.gpu``; None for anything but names and attributes of names."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
+        head = dotted(node.value)
         return f"{head}.{node.attr.value}" if head else None
     return None
 
@@ -66,7 +67,7 @@ class Scopes:
         scope = self.current
         if isinstance(node, cst.Import):
             for alias in node.names:
-                full = _dotted(alias.name)
+                full = dotted(alias.name)
                 if full is None:
                     continue
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
@@ -77,10 +78,10 @@ class Scopes:
             return
         if isinstance(node.names, cst.ImportStar):
             return
-        base = _dotted(node.module) if node.module is not None else ""
+        base = dotted(node.module) if node.module is not None else ""
         dots = "." * len(node.relative)
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted(alias.name)
             if name is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
@@ -124,10 +125,10 @@ class Scopes:
 
     def qualify(self, node: cst.BaseExpression, scope: Scope | None = None) -> str | None:
         """``torch.distributed.init_process_group`` for ``dist.init_process_group`` etc."""
-        dotted = _dotted(node)
-        if dotted is None:
+        path = dotted(node)
+        if path is None:
             return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = path.partition(".")
         for s in self._visible(scope or self.current):
             if head in s.shadows:
                 return None  # a local def/class/parameter: not an import
@@ -138,7 +139,7 @@ class Scopes:
             if alias is not None:
                 return f"{alias}.{rest}" if rest else alias
         if head in _BUILTINS:
-            return f"builtins.{dotted}"
+            return f"builtins.{path}"
         return None
 
     def _torch_alias(self, name: str, scope: Scope) -> str | None:
@@ -147,10 +148,10 @@ class Scopes:
         values = scope.assigns.get(name, ())
         if len(values) != 1 or scope.others.get(name) or name in scope.shadows:
             return None
-        dotted = _dotted(values[0])
-        if dotted is None:
+        path = dotted(values[0])
+        if path is None:
             return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = path.partition(".")
         for s in self._visible(scope):
             if head in s.imports:
                 q = s.imports[head]
