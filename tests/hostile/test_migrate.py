@@ -28,6 +28,15 @@ def _tree(root: Path, n: int = 20) -> Path:
     return root
 
 
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` unless it has exited since it was listed (a short-lived child such as
+    the `git check-ignore` of discovery)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _errors(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
     assert "Traceback" not in proc.stderr, proc.stderr
     return {e["path"]: e["message"] for e in json.loads(proc.stdout)["errors"]}
@@ -82,7 +91,7 @@ def test_a_worker_killed_mid_run_loses_no_file_and_no_report(tmp_path: Path) -> 
             if len(workers) >= 2:
                 time.sleep(0.3)  # let them take files
                 killed = workers[0]
-                os.kill(killed, signal.SIGKILL)
+                _kill(killed)
             time.sleep(0.02)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -229,7 +238,7 @@ def test_kill_9_of_the_parent_leaves_no_worker_and_no_half_file(tmp_path: Path) 
     finally:
         for w in workers:
             if alive(w):
-                os.kill(w, signal.SIGKILL)
+                _kill(w)
     assert survivors == []
     states = {(tmp_path / f"m{i:03}.py").read_text() == REDUNDANT + body for i in range(120)}
     for i in range(120):
@@ -251,7 +260,7 @@ def test_workers_that_keep_dying_cost_only_their_files(tmp_path: Path) -> None:
         until = time.monotonic() + 3
         while proc.poll() is None and time.monotonic() < until:
             for w in set(children(proc.pid)) - killed:
-                os.kill(w, signal.SIGKILL)
+                _kill(w)
                 killed.add(w)
             time.sleep(0.005)
         out, err = proc.communicate(timeout=120)
