@@ -16,12 +16,12 @@ restored byte for byte. A cell that still does not parse as Python is left alone
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import re
 from dataclasses import dataclass, field, replace
 
 from ..._envvars import ENV_VARS
+from .._lines import line_map
 from .._model import FileResult, Finding, Options
 from ._checks import Collector, EnvAssign
 from ._json_spans import JsonError, Node, parse
@@ -241,17 +241,6 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
-def _forward(old: str, new: str) -> dict[int, int]:
-    """Line ``i`` of ``old`` to the same line of ``new`` (a line inside a rewritten region
-    goes to that region's start); lines not in the table stay where they are."""
-    forward: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for i in range(i1, i2):
-            forward[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else min(i - i1, max(j2 - j1 - 1, 0)))
-    return forward
-
-
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     final = options
     # Every position is first taken in the notebook as it is; --write moves them at the end.
@@ -299,7 +288,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     edits: list[Edit] = []
     move = not final.positions_as_given  # findings left point into the fixed notebook
     for c in code:
-        in_cell = _forward(c.source, c.new_source) if move and c.new_source is not None else {}
+        in_cell = line_map(c.source, c.new_source) if move and c.new_source is not None else {}
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
@@ -311,7 +300,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
     new_text = apply_edits(text, edits) if edits else None
     if new_text is not None and new_text != text and move:
-        in_file = _forward(text, new_text)
+        in_file = line_map(text, new_text)
         for f in findings:
             if not f.applied:
                 f.line = in_file.get(f.line, f.line)

@@ -7,7 +7,6 @@ dropped and the file reported as an error, which would be a bug in a rule).
 
 from __future__ import annotations
 
-import difflib
 import io
 import re
 import tokenize
@@ -17,6 +16,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from .._lines import line_map
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._nesting import too_deep
 from .._rules import RULES
@@ -182,11 +182,7 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
 
 def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
     """Move findings that point into ``new`` to their lines in ``old``."""
-    back: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for j in range(j1, j2):
-            back[j + 1] = i1 + 1 + (j - j1 if tag == "equal" else min(j - j1, max(i2 - i1 - 1, 0)))
+    back = line_map(old, new, back=True)
     for f in findings:
         f.line = back.get(f.line, f.line)
 
