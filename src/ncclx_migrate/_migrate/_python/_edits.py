@@ -9,7 +9,8 @@ import libcst as cst
 from ._ctx import Analyzer, Edit
 
 __all__ = [
-    "append_element", "append_kwarg", "extend_literal", "remove", "remove_statement", "replace_with", "string_like",
+    "Lit", "append_element", "append_kwarg", "extend_literal", "line_break", "remove", "remove_statement",
+    "replace_with", "split_call", "string_like",
 ]
 
 
@@ -179,17 +180,30 @@ def _fit(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
 
 
 def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
-    """``node``'s items split as black splits a call: on one indented line if they fit,
-    else one per line with a trailing comma; the closing bracket under the line's start."""
-    limit = a.line_length()
+    """``node``'s items split as black splits a call where ``original`` stood (a trailing
+    comma in ``original`` keeps them one per line, black's magic trailing comma)."""
     line = a.line(a.pos(original).start.line)
-    indent = line[: len(line) - len(line.lstrip())]
+    magic = any(isinstance(it.comma, cst.Comma) for it in _items(original)[-1:])
+    return _split(node, line[: len(line) - len(line.lstrip())], a.line_length(), magic)
+
+
+def split_call(call: cst.Call, indent: str, limit: int) -> cst.Call:
+    """A call that is a statement of its own (a line a fix adds, at ``indent``) as black lays
+    it out: as it is when it fits, else split as :func:`_split` splits it."""
+    if len(indent) + len(cst.Module([]).code_for_node(call)) <= limit or not call.args:
+        return call
+    return _split(call, indent, limit, magic=False)
+
+
+def _split(node: _Seq, indent: str, limit: int, magic: bool) -> _Seq:
+    """``node``'s items split as black splits a call on a line starting with ``indent``: on
+    one indented line if they fit (and ``magic`` is off), else one per line with a trailing
+    comma; the closing bracket under the line's start."""
     inner = indent + "    "
     items = _items(node)
     texts = [cst.Module([]).code_for_node(it.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for it in items]
-    down, close = _break(inner), _break(indent)
-    one = len(inner) + len(", ".join(texts)) <= limit and not any(
-        isinstance(it.comma, cst.Comma) for it in _items(original)[-1:])
+    down, close = line_break(inner), line_break(indent)
+    one = len(inner) + len(", ".join(texts)) <= limit and not magic
     out: list[Any] = []
     for i, it in enumerate(items):
         it = it.with_changes(whitespace_after_arg=cst.SimpleWhitespace("")) if isinstance(it, cst.Arg) else it
@@ -203,16 +217,16 @@ def _explode(a: Analyzer, original: _Seq, node: _Seq) -> _Seq:
     return _with_close(node.with_changes(lbrace=node.lbrace.with_changes(whitespace_after=down)), out, close)
 
 
-def _break(indent: str) -> cst.ParenthesizedWhitespace:
+def line_break(indent: str) -> cst.ParenthesizedWhitespace:
     """A line break followed by ``indent``."""
     return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
                                        last_line=cst.SimpleWhitespace(indent))
 
 
-_Lit = cst.Tuple | cst.List | cst.Set
+Lit = cst.Tuple | cst.List | cst.Set  # a literal a fix may extend or split
 
 
-def extend_literal(lit: _Lit, values: list[cst.BaseExpression]) -> _Lit:
+def extend_literal(lit: Lit, values: list[cst.BaseExpression]) -> Lit:
     """``lit`` with ``values`` appended.  A literal laid out one item per line gets each new
     item on a line of its own, indented like the others, with the closing bracket where it
     was, a trailing comma where the literal has one and comments left on their lines; on
@@ -252,19 +266,19 @@ def extend_literal(lit: _Lit, values: list[cst.BaseExpression]) -> _Lit:
     return out if in_comma else _lit_with_close(out, end)
 
 
-def _lit_open(lit: _Lit) -> cst.BaseParenthesizableWhitespace:
+def _lit_open(lit: Lit) -> cst.BaseParenthesizableWhitespace:
     if isinstance(lit, cst.Tuple):
         return lit.lpar[0].whitespace_after if lit.lpar else cst.SimpleWhitespace("")
     return lit.lbracket.whitespace_after if isinstance(lit, cst.List) else lit.lbrace.whitespace_after
 
 
-def _lit_close(lit: _Lit) -> cst.BaseParenthesizableWhitespace:
+def _lit_close(lit: Lit) -> cst.BaseParenthesizableWhitespace:
     if isinstance(lit, cst.Tuple):
         return lit.rpar[-1].whitespace_before if lit.rpar else cst.SimpleWhitespace("")
     return lit.rbracket.whitespace_before if isinstance(lit, cst.List) else lit.rbrace.whitespace_before
 
 
-def _lit_with_close(lit: _Lit, ws: cst.BaseParenthesizableWhitespace) -> _Lit:
+def _lit_with_close(lit: Lit, ws: cst.BaseParenthesizableWhitespace) -> Lit:
     if isinstance(lit, cst.Tuple):
         return lit.with_changes(rpar=[*lit.rpar[:-1], lit.rpar[-1].with_changes(whitespace_before=ws)])
     if isinstance(lit, cst.List):

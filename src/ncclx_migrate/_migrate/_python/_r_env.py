@@ -20,10 +20,9 @@ from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, togg
 from .._model import FixKind
 from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
-from ._edits import remove, remove_statement, string_like
+from ._edits import remove, remove_statement, split_call, string_like
 from ._flow import resolve
 from ._scope import Scope
-from ._wrap import split_call
 
 __all__ = ["ENV_PRECHECK"]
 
@@ -408,10 +407,11 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         # Setting the new name outright overrides a value the job inherits: unsafe.
         a.report(site.node, code, f"{row.name} is deprecated: set {rep} too",
                  FixKind.UNSAFE, builder(rep),
-                 detail=detail + shared_note(row.name, a.options) + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
+                 detail=detail + shared_note(row.name, a.options)
+                 + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
                  f"(torch reads {rep} first, then {row.name}); only `X[OLD] = ...` / `X.setdefault(OLD, ...)` / "
                  "`X.update(OLD=...)` alone on a line, OLD set once and never removed, and no other file of the "
-                 "run mentioning OLD, get the safe form.")
+                 "run setting OLD, get the safe form.")
         return
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
         a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)

@@ -26,8 +26,9 @@ import re
 import libcst as cst
 
 from ._ctx import Analyzer, Edit
+from ._edits import Lit, line_break
 
-__all__ = ["explode", "split_call", "statement_expr", "wrap_edit"]
+__all__ = ["statement_expr", "wrap_edit"]
 
 # Statement -> the attribute holding its expression.
 _SLOTS: dict[type[cst.CSTNode], str] = {
@@ -40,7 +41,6 @@ _PARENS_OK = (cst.If, cst.While, cst.Return, cst.Assign)
 # What may follow the expression on its line: ":", " as name:", an assert's message without
 # brackets (black's split would open a bracket in it), a comment.
 _TAIL = re.compile(r"""^(?:\s+as\s+\w+)?:?(?:,\s*[rRbBuU]?(?:"[^"\\()\[\]{}]*"|'[^'\\()\[\]{}]*'))?\s*(?:#.*)?$""")
-_Lit = cst.Tuple | cst.List | cst.Set
 
 
 def statement_expr(a: Analyzer, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None:
@@ -104,7 +104,7 @@ def _lay_out(u: cst.BaseExpression, prefix: str, suffix: str, indent: str, limit
     lit = _tail_literal(u)
     if lit is not None:
         head = len(prefix) + len(_code(u)) - len(_code(lit)) + 1  # up to the opening bracket
-        split = u.deep_replace(lit, explode(lit, indent))
+        split = u.deep_replace(lit, _explode_literal(lit, indent))
         if head <= limit and isinstance(split, cst.BaseExpression) and _fits(prefix, split, suffix, limit):
             return split
     if parens and isinstance(u, cst.BooleanOperation):
@@ -114,7 +114,7 @@ def _lay_out(u: cst.BaseExpression, prefix: str, suffix: str, indent: str, limit
     return u
 
 
-def _tail_literal(e: cst.BaseExpression) -> _Lit | None:
+def _tail_literal(e: cst.BaseExpression) -> Lit | None:
     """The literal black's right-hand split would open: the one ``e`` ends in, where ``e``
     has at most one operator of its loosest kind (else black adds parentheses instead)."""
     if getattr(e, "lpar", None) and not isinstance(e, cst.Tuple):
@@ -132,16 +132,10 @@ def _tail_literal(e: cst.BaseExpression) -> _Lit | None:
     return None
 
 
-def _break(indent: str) -> cst.ParenthesizedWhitespace:
-    """A line break followed by ``indent``."""
-    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
-                                       last_line=cst.SimpleWhitespace(indent))
-
-
-def explode(lit: _Lit, indent: str) -> _Lit:
+def _explode_literal(lit: Lit, indent: str) -> Lit:
     """``lit`` one item per line (indented under a line that starts with ``indent``), with a
     trailing comma and its closing bracket under that line's start: black's split."""
-    down, close = _break(indent + "    "), _break(indent)
+    down, close = line_break(indent + "    "), line_break(indent)
     items = [e.with_changes(comma=cst.Comma(whitespace_after=down)) for e in lit.elements]
     items[-1] = items[-1].with_changes(comma=cst.Comma(whitespace_after=close))
     if isinstance(lit, cst.Tuple):
@@ -165,7 +159,7 @@ def _parenthesize(u: cst.BooleanOperation, indent: str, limit: int) -> cst.BaseE
     inner = indent + "    "
     body: cst.BaseExpression = u
     if len(inner) + len(_code(u)) > limit:
-        body = _split_ops(u, _break(inner))
+        body = _split_ops(u, line_break(inner))
         for lead, operand in _chain(u):
             if len(inner) + len(lead) + len(_code(operand)) <= limit:
                 continue
@@ -173,13 +167,13 @@ def _parenthesize(u: cst.BooleanOperation, indent: str, limit: int) -> cst.BaseE
                 return None
             target = operand.comparisons[0]
             split = operand.with_changes(comparisons=[target.with_changes(
-                operator=target.operator.with_changes(whitespace_before=_break(inner)))])
+                operator=target.operator.with_changes(whitespace_before=line_break(inner)))])
             replaced = body.deep_replace(operand, split)
             if not isinstance(replaced, cst.BaseExpression):
                 return None
             body = replaced
-    return body.with_changes(lpar=[cst.LeftParen(whitespace_after=_break(inner))],
-                             rpar=[cst.RightParen(whitespace_before=_break(indent))])
+    return body.with_changes(lpar=[cst.LeftParen(whitespace_after=line_break(inner))],
+                             rpar=[cst.RightParen(whitespace_before=line_break(indent))])
 
 
 def _split_ops(e: cst.BaseExpression, down: cst.ParenthesizedWhitespace) -> cst.BaseExpression:
@@ -187,22 +181,3 @@ def _split_ops(e: cst.BaseExpression, down: cst.ParenthesizedWhitespace) -> cst.
         return e.with_changes(left=_split_ops(e.left, down), right=_split_ops(e.right, down),
                               operator=e.operator.with_changes(whitespace_before=down))
     return e
-
-
-def split_call(call: cst.Call, indent: str, limit: int) -> cst.Call:
-    """A call that is a statement of its own (a line a fix adds, at ``indent``) as black lays
-    it out: as it is when it fits, else its arguments on one indented line, else one per
-    line with a trailing comma; the closing bracket under the line's start."""
-    if len(indent) + len(_code(call)) <= limit or not call.args:
-        return call
-    inner = indent + "    "
-    down, close = _break(inner), _break(indent)
-    bare = [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
-            for arg in call.args]
-    if len(inner) + len(", ".join(_code(arg) for arg in bare)) <= limit:
-        args = [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for arg in bare[:-1]]
-        args.append(bare[-1].with_changes(whitespace_after_arg=close))
-    else:
-        args = [arg.with_changes(comma=cst.Comma(whitespace_after=down)) for arg in bare[:-1]]
-        args.append(bare[-1].with_changes(comma=cst.Comma(whitespace_after=close)))
-    return call.with_changes(whitespace_before_args=down, args=args)
