@@ -67,7 +67,7 @@ class Options:
     use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()
-    # Deprecated names another file of the run also mentions: their add is never safe (_shared).
+    # Deprecated names another file of the run also sets: their add is never safe (_shared).
     shared_names: frozenset[str] = frozenset()
     line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)
 

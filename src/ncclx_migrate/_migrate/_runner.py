@@ -237,9 +237,11 @@ def run(
     if len(files) > 1:
         from ._shared import shared_names
 
-        # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!).
+        # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!),
+        # read as the scan reads it (regular files, within the size limit).
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        options = dataclasses.replace(options, shared_names=shared_names(candidates, mode.max_bytes))
+        names = shared_names(candidates, lambda f: raw if isinstance(raw := _read(f, mode), bytes) else None)
+        options = dataclasses.replace(options, shared_names=names)
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

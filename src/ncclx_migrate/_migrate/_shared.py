@@ -11,11 +11,9 @@ file now exports.  So a name that two files of the tree set gets the unsafe form
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .._envvars import ENV_VARS, Fix
 from ._model import Options
@@ -44,12 +42,12 @@ def _sets(data: bytes, name: bytes) -> bool:
     return False
 
 
-def shared_names(paths: Iterable[str], max_bytes: int) -> frozenset[str]:
-    """The names of ``_ADDED`` that at least two of ``paths`` set (regular files up
-    to ``max_bytes``; unreadable ones are left to the scan, which reports them)."""
+def shared_names(paths: Iterable[str], read: Callable[[str], bytes | None]) -> frozenset[str]:
+    """The names of ``_ADDED`` that at least two of ``paths`` set; ``read`` gives a file's
+    bytes, or None for one the scan will not read (it reports those itself)."""
     seen: Counter[str] = Counter()
     for path in paths:
-        data = _read(path, max_bytes)
+        data = read(path)
         if data is None or b"NCCL" not in data:
             continue
         seen.update(n for n in _ADDED if _sets(data, n.encode()))
@@ -63,18 +61,3 @@ def shared_note(name: str, options: Options) -> str:
     return (f" Another file of this run also sets {name}: if it runs after this one (a launcher that "
             "sources or imports this file, a child that inherits the new name), the new name given a value "
             "here would hide that set, so no add is safe.")
-
-
-def _read(path: str, max_bytes: int) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-                return None
-            return fh.read(max_bytes + 1)
-        except OSError:
-            return None

@@ -368,7 +368,6 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
                 "cuda:(LOCAL_RANK % device_count), or cuda:(rank % device_count) without LOCAL_RANK, and "
                 f"ignores the GPU picked with {sd.how}")
-        reported = len(a.pending)
         if origin is True:
             why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
                    "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
@@ -426,5 +425,5 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
                      detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
-        if forwarded and len(a.pending) > reported:
+        if forwarded:  # every branch above reported exactly once
             a.pending[-1].finding.detail += forwarded
