@@ -87,7 +87,7 @@ def migrate(
         raise click.UsageError("--diff and --write are exclusive: --diff shows what --write would do")
     if unsafe_fixes and not (write or diff):
         raise click.UsageError("--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them "
-                               "(the report already lists every finding, [unsafe-fix] ones included)")
+                               "(the report already lists every finding, those with an unsafe fix included)")
     if target_torch is not None:
         from .._torchfacts import target_range_error
 
@@ -130,7 +130,9 @@ def migrate(
     results = report.results
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
-    if diff:
+    if unchecked and not report.files_scanned and not any(r.error for r in results):
+        pass  # nothing was checked at all: the error alone, not a report of 0 files
+    elif diff:
         for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
                 click.echo(o.diff, nl=False)
@@ -164,8 +166,8 @@ def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
         if os.path.isdir(p):
             prefix = os.path.join(os.path.normpath(p), "")
             if not any(os.path.normpath(f).startswith(prefix) or os.path.normpath(p) == "." for f in scanned):
-                out.append(f"{p}: holds no file ncclx migrate checks (Python, shell scripts, Dockerfiles, YAML, "
-                           ".env, notebooks), or --exclude/.gitignore left none")
+                out.append(f"{p}: nothing to check (no Python, shell, Dockerfile, YAML, .env or notebook file, "
+                           "or --exclude/.gitignore left none)")
         elif p not in scanned and os.path.exists(p):
             out.append(f"{p}: not a kind of file ncclx migrate checks (Python, shell scripts with a shebang or "
                        ".sh, Dockerfiles, YAML, .env, notebooks); pass --ignore-unknown to skip such files")
