@@ -238,9 +238,16 @@ def rules(fmt: str) -> None:
         click.echo(f"{r.code}  {r.fix_label:<{width}}  torch {r.torch:<16}  {r.summary}")
 
 
+# Wider lines are hard to read, however wide the terminal.
+_EXPLAIN_MAX_WIDTH = 100
+
+
 @click.command()
 @click.argument("code")
-def explain(code: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default=None,
+              help="text: laid out for a terminal; markdown: the source. Default: text on a terminal, "
+                   "markdown in a pipe.")
+def explain(code: str, fmt: str | None) -> None:
     """Print a rule's full documentation (why, fix, evidence)."""
     rule = get_rule(code)
     if rule is None:
@@ -248,4 +255,13 @@ def explain(code: str) -> None:
     doc = rule_doc(rule.code)
     if doc is None:
         raise click.UsageError(f"{rule.code} has no documentation file ({rule.doc_path}); this is a packaging bug")
-    click.echo(doc.rstrip("\n"))
+    if (fmt or ("text" if sys.stdout.isatty() else "markdown")) == "markdown":
+        click.echo(doc.rstrip("\n"))
+        return
+    import shutil
+
+    from ._mdterm import render_markdown
+
+    width = min(shutil.get_terminal_size().columns, _EXPLAIN_MAX_WIDTH)
+    color = use_color(sys.stdout)
+    click.echo(render_markdown(doc, width, color), nl=False, color=color)
