@@ -6,6 +6,8 @@ import json
 import os
 import stat
 import subprocess
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,14 @@ def test_sarif_and_github(tmp_path: Path) -> None:
     assert sarif["version"] == "2.1.0"
     run = sarif["runs"][0]
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"NCX101", "NCX201"}
+    # helpUri: the page `ncclx explain` prints, as the installed package holds it
+    for rule in run["tool"]["driver"]["rules"]:
+        assert rule["helpUri"].startswith("file:///"), rule
+        page = Path(urllib.request.url2pathname(urllib.parse.urlparse(rule["helpUri"]).path))
+        explained = run_ncclx("explain", rule["id"]).stdout if rule["id"] == "NCX101" else None
+        assert page.read_text(encoding="utf-8").startswith(f"# {rule['id']} ")
+        assert explained is None or explained == page.read_text(encoding="utf-8").rstrip("\n") + "\n"
+    assert "informationUri" not in run["tool"]["driver"]  # no made-up home page
     res = run["results"][0]
     assert res["ruleId"] == "NCX101"
     assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "a.py", "uriBaseId": "%SRCROOT%"}

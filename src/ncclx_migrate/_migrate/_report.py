@@ -11,13 +11,12 @@ from urllib.parse import quote
 
 from .. import __version__
 from ._model import FileResult, Finding, FixKind
-from ._rules import RULES
+from ._rules import RULES, rule_doc_uri
 
 __all__ = ["FORMATS", "SCHEMA", "TextView", "render"]
 
 SCHEMA = "ncclx.migrate/1"
 FORMATS = ("text", "json", "sarif", "github")
-_DOCS = "https://github.com/ncclx-migrate/ncclx-migrate/blob/main/docs/rules.md"
 
 
 def _all_findings(results: Sequence[FileResult]) -> list[Finding]:
@@ -202,16 +201,13 @@ def _artifact(path: str) -> dict[str, str]:
 
 
 def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
-    rules = [
-        {
-            "id": r.code,
-            "name": r.name,
-            "shortDescription": {"text": r.summary},
-            "helpUri": f"{_DOCS}#{r.code.lower()}",
-            "properties": {"fix": r.fix_label, "torch": r.torch},
-        }
-        for r in RULES
-    ]
+    rules = []
+    for r in RULES:
+        rule: dict[str, object] = {"id": r.code, "name": r.name, "shortDescription": {"text": r.summary}}
+        uri = rule_doc_uri(r.code)  # the page `ncclx explain` prints, where it is a file
+        if uri:
+            rule["helpUri"] = uri
+        rules.append({**rule, "properties": {"fix": r.fix_label, "torch": r.torch}})
     index = {r.code: i for i, r in enumerate(RULES)}
     sarif_results = []
     for f in _all_findings(results):
@@ -242,7 +238,6 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
             "tool": {"driver": {
                 "name": "ncclx-migrate",
                 "version": __version__,
-                "informationUri": _DOCS,
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
