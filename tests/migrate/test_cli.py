@@ -204,7 +204,10 @@ def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
     assert run_ncclx("migrate", ".", cwd=tmp_path).returncode == 1  # default 2.15: redundant
     (tmp_path / "requirements.txt").write_text("torch>=2.14,<2.16\n")
     proc = run_ncclx("migrate", ".", cwd=tmp_path)
-    assert proc.returncode == 0 and "target torch 2.14 (from" in proc.stderr
+    assert proc.returncode == 0 and "ncclx migrate: target torch 2.14 (from requirements.txt)\n" in proc.stderr
+    (tmp_path / "sub").mkdir()  # relative to where ncclx runs when under it, else absolute
+    above = run_ncclx("migrate", str(tmp_path / "a.py"), cwd=tmp_path / "sub")
+    assert f"(from {tmp_path / 'requirements.txt'})" in above.stderr
     # ">2.14" still allows 2.14.1 (PEP 440), so 2.14 is the oldest torch the code must run on.
     (tmp_path / "requirements.txt").write_text("torch>2.14\n")
     assert "target torch 2.14 (from" in run_ncclx("migrate", ".", cwd=tmp_path).stderr

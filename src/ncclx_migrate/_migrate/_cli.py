@@ -103,7 +103,11 @@ def migrate(
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
-            click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {source})", err=True)
+            import os
+
+            rel = os.path.relpath(source)  # as the user would name it, when under the working directory
+            shown = source if rel.startswith("..") else rel
+            click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {shown})", err=True)
     options = Options(
         target_torch=target,
         apply_safe=write or diff,
