@@ -5,8 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh main >&2 || exit 2
-NCCLX=.venv/bin/ncclx
-EXAMPLE=examples/legacy-trainer
+NCCLX=$PWD/.venv/bin/ncclx
 
 exited() {  # TOOL RC MEANING-OF-0 MEANING-OF-1 MEANING-OF-2
     local rc=$2
@@ -18,16 +17,18 @@ echo "== ncclx doctor (this machine) =="
 "$NCCLX" doctor
 exited "ncclx doctor" $? "no check failed (warnings allowed)" "a check failed or errored" "usage error"
 echo
-echo "== ncclx migrate $EXAMPLE (the report) =="
-"$NCCLX" migrate "$EXAMPLE"
+# The codemod runs in the project, as a user runs it there: paths are the project's own.
+cd examples/legacy-trainer || exit 2
+echo "== ncclx migrate, in examples/legacy-trainer (the report) =="
+"$NCCLX" migrate
 exited "ncclx migrate" $? "no finding" "findings reported" "a file could not be read or parsed, or a usage error"
 echo
-echo "== ncclx migrate --diff $EXAMPLE (what --write would apply) =="
+echo "== ncclx migrate --diff (what --write would apply) =="
 # stdout is the diff; stderr repeats the report for the text --write would leave: the findings
 # are listed above, so only its summary (and any error) is shown here.
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
-"$NCCLX" migrate --diff -q "$EXAMPLE" 2>"$err"
+"$NCCLX" migrate --diff -q 2>"$err"
 rc=$?
 grep -Ev '^[^ ]+:[0-9]+:[0-9]+: NCX[0-9]+ ' "$err" >&2
 exited "ncclx migrate --diff" $rc "no finding" "findings reported (the diff fixes some)" \

@@ -219,6 +219,39 @@ def test_docs_show_the_real_output() -> None:
     assert "\n".join(ln[2:] for ln in frame.splitlines()) in real_frame
 
 
+def _in_order(shown: list[str], real: list[str]) -> bool:
+    it = iter(real)
+    return all(any(ln == r for r in it) for ln in shown)
+
+
+def test_readme_shows_the_demo_as_it_runs() -> None:
+    """README's migrate part is what scripts/demo.sh prints: the report (target note first), then
+    the diff and only its summary, each followed by the exit code's meaning as demo.sh words it."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    demo = (root / "scripts" / "demo.sh").read_text(encoding="utf-8")
+    block = readme.split("== ncclx migrate, in examples/legacy-trainer (the report) ==\n", 1)[1].split("```", 1)[0]
+    report, diff = block.split("\n\n== ncclx migrate --diff (what --write would apply) ==\n")
+    assert 'echo "== ncclx migrate, in examples/legacy-trainer (the report) =="' in demo
+    assert 'echo "== ncclx migrate --diff (what --write would apply) =="' in demo
+    # the report: stderr's note, then stdout, as a terminal shows them
+    proc = run_ncclx("migrate", cwd=EXAMPLE)
+    real = proc.stderr.splitlines() + proc.stdout.splitlines()
+    *shown, exit_line = [ln for ln in report.splitlines() if ln != "..."]
+    assert shown[0] == "ncclx migrate: target torch 2.15 (from requirements.txt)"
+    assert _in_order(shown, real), [ln for ln in shown if ln not in real]
+    assert shown[-2:] == real[-2:]  # the count and the hint end it
+    assert exit_line == f"-> ncclx migrate exit {proc.returncode}: findings reported"
+    assert '"ncclx migrate" $? "no finding" "findings reported"' in demo
+    # the diff: stdout, then the summary (stderr without its finding lines)
+    proc = run_ncclx("migrate", "--diff", "-q", cwd=EXAMPLE)
+    *shown, summary, exit_line = [ln for ln in diff.splitlines() if ln != "..."]
+    assert _in_order(shown, proc.stdout.splitlines())
+    assert [ln for ln in proc.stderr.splitlines() if not re.match(r"[^ ]+:\d+:\d+: NCX\d+ ", ln)] == [summary]
+    assert exit_line == f"-> ncclx migrate --diff exit {proc.returncode}: findings reported (the diff fixes some)"
+    assert "grep -Ev '^[^ ]+:[0-9]+:[0-9]+: NCX[0-9]+ '" in demo
+
+
 def test_use_color_rules() -> None:
     from ncclx_migrate._color import use_color
 
