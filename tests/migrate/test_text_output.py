@@ -4,6 +4,7 @@ and a summary that says what the mode that ran did."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -47,6 +48,9 @@ def _fixture_findings() -> list[Finding]:
         src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
         for write in (False, True):
             out += transform_source(src, f"{case}.in.py", options_for(src, write)).findings
+        for target in ((2, 13), (2, 14), (2, 16)):  # the wordings that name or depend on a release
+            options = dataclasses.replace(options_for(src), target_torch=target)
+            out += transform_source(src, f"{case}.in.py", options).findings
     for fc in _cases.cases():
         text = _cases.read(fc.input)
         for options in (_cases.REPORT, _cases.UNSAFE, Options(target_torch=(2, 13))):

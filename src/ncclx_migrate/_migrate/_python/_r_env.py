@@ -359,7 +359,7 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
     else:
         shown = "an unresolved value" if v is None else repr(v)
         a.report(site.node, "NCX101",
-                 late_msg or f'{TOGGLE_VAR} is set to {shown}: only "0" rolls back and only "1" opts in (2.14)',
+                 late_msg or f'{TOGGLE_VAR} is {shown}: only "0" rolls back, only "1" opts in',
                  FixKind.UNSAFE, removal,
                  detail=f'{TOGGLE_VAR} is set to {shown}: only the literal "0" rolls "nccl" back to legacy '
                  '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail)
