@@ -27,7 +27,8 @@ def _no_markdown(lines: list[str]) -> None:
 def test_on_a_terminal_it_is_laid_out_to_the_width() -> None:
     run = on_a_terminal("explain", "NCX134", env={"COLUMNS": "70"}, timeout=60)
     assert run.returncode == 0
-    assert "\x1b[" in run.terminal  # headings in bold, code in colour
+    assert "\x1b[1mWhat it finds\x1b[0m\r\n" in run.terminal  # a heading in bold, one span
+    assert "\x1b[36mSLURM_LOCALID\x1b[0m" in run.terminal  # code in colour
     lines = _shown(run.terminal)
     assert max(map(len, lines)) <= 70, max(lines, key=len)
     _no_markdown(lines)

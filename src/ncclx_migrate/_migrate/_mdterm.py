@@ -77,17 +77,31 @@ class _Layout:
     def wrap(self, runs: list[tuple[str, str]], width: int, first: str = "", rest: str = "") -> list[str]:
         """Greedy wrap on the visible width; a word longer than a line gets a line of its own."""
         lines: list[str] = []
-        line, used, lead = "", 0, first
+        line: _Word = []
+        used, lead = 0, first
         for word in self.words(runs):
             size = sum(len(t) for t, _ in word)
-            shown = "".join(self.style(t, s) for t, s in word)
             if used and len(lead) + used + 1 + size > width:
-                lines.append(lead + line)
-                line, used, lead = "", 0, rest
-            line, used = (f"{line} {shown}", used + 1 + size) if used else (shown, size)
+                lines.append(lead + self.styled(line))
+                line, used, lead = [], 0, rest
+            if used:  # the space takes the style around it only inside one styled span
+                line.append((" ", word[0][1] if word[0][1] == line[-1][1] else ""))
+                used += 1
+            line += word
+            used += size
         if used or not lines:
-            lines.append(lead + line)
+            lines.append(lead + self.styled(line))
         return lines
+
+    def styled(self, runs: _Word) -> str:
+        """One escape sequence per span of one style, not one per word."""
+        out: _Word = []
+        for text, sgr in runs:
+            if out and out[-1][1] == sgr:
+                out[-1] = (out[-1][0] + text, sgr)
+            else:
+                out.append((text, sgr))
+        return "".join(self.style(t, s) for t, s in out)
 
     # --- blocks -----------------------------------------------------------------
     def blocks(self, node: SyntaxTreeNode, width: int) -> list[str]:
