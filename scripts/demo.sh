@@ -30,6 +30,6 @@ err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 "$NCCLX" migrate --diff -q 2>"$err"
 rc=$?
-grep -Ev '^[^ ]+:[0-9]+:[0-9]+: NCX[0-9]+ ' "$err" >&2
+grep -Ev '^[^ ]+:(cell [0-9]+:)?[0-9]+:[0-9]+: NCX[0-9]+ ' "$err" >&2
 exited "ncclx migrate --diff" $rc "no finding" "findings reported (the diff fixes some)" \
     "a file could not be read or parsed, or a usage error"

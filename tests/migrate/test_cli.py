@@ -149,13 +149,17 @@ def test_diff_points_findings_left_into_the_text_it_leads_to(tmp_path: Path) -> 
     (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
                                                    "nbformat_minor": 5}, indent=1) + "\n")
     nb = run_ncclx("migrate", "--diff", "n.ipynb", cwd=tmp_path)
-    assert "n.ipynb:12:6: NCX101 cell 1, line 4:" in nb.stderr, nb.stderr
+    assert "n.ipynb:cell 1:4:1: NCX101 " in nb.stderr, nb.stderr
+    # JSON keeps the position in the .ipynb text (line 12 holds the cell's line 4) and adds the cell.
+    nb_json = run_ncclx("migrate", "--diff", "--format", "json", "n.ipynb", cwd=tmp_path)
+    left = [f for f in json.loads(nb_json.stderr)["findings"] if f["code"] == "NCX101"]
+    assert [(f["line"], f["column"], f["cell"]) for f in left] == [(12, 6, {"number": 1, "line": 4, "column": 1})]
     # --write then reports the same positions, now in the file on disk.
     # (one file per run: a name two files of one run mention gets no safe add)
     written = run_ncclx("migrate", "--write", "a.py", cwd=tmp_path)
     assert "a.py:4:1: NCX101" in written.stdout, written.stdout
     written = run_ncclx("migrate", "--write", "n.ipynb", cwd=tmp_path)
-    assert "n.ipynb:12:6: NCX101 cell 1, line 4:" in written.stdout, written.stdout
+    assert "n.ipynb:cell 1:4:1: NCX101 " in written.stdout, written.stdout
 
 
 def test_crlf_bom_kept_and_untouched_files_byte_identical(tmp_path: Path) -> None:

@@ -83,11 +83,12 @@ def test_example_report_lines_fit_after_the_location() -> None:
     rows = proc.stdout.splitlines()[:-2]  # the count and the hint end it
     assert len(rows) == len(_example_findings())
     for row in rows:
-        m = re.match(r"^(\S+?):(\d+):(\d+): (NCX\d{3}) ", row)
-        assert m, row  # path:line:col: CODE, the form editors jump to
-        assert len(row) - len(m.group(1)) - len(f":{m.group(2)}:{m.group(3)}: ") <= len("NCX000 [*] ") + LIMIT, row
-        if not m.group(1).endswith(".ipynb"):  # a notebook's message starts with its cell and line
-            assert len(row) <= WIDTH, row
+        # path:line:col: CODE, the form editors jump to; in a notebook ruff's path:cell N:line:col:
+        m = re.match(r"^(\S+?):((?:cell \d+:)?\d+:\d+): (NCX\d{3}) ", row)
+        assert m, row
+        assert m.group(2).startswith("cell ") == m.group(1).endswith(".ipynb"), row
+        assert len(row) - len(f"{m.group(1)}:{m.group(2)}: ") <= len("NCX000 [*] ") + LIMIT, row
+        assert len(row) <= WIDTH, row
     assert max(map(len, rows)) < 200  # was 427
 
 
@@ -210,6 +211,27 @@ def test_github_annotation_carries_the_detail(tmp_path: Path) -> None:
     assert len(res["message"]["text"]) <= LIMIT and "2.15 only" in res["properties"]["detail"]
 
 
+def test_a_notebook_finding_names_its_cell_in_every_format(tmp_path: Path) -> None:
+    """Text: ruff's path:cell N:line:col:. The others point into the .ipynb text (where editors
+    and code scanning open it) and name the cell beside it."""
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]},
+             {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": TOGGLE.splitlines(keepends=True)}]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    (tmp_path / "n.ipynb").write_text(text)
+    row = text.splitlines().index('    "os.environ[\\"TORCH_DIST_USE_NCCL2\\"] = \\"0\\"\\n"') + 1
+    report = _migrate("-q", "n.ipynb", cwd=tmp_path).stdout
+    assert report.startswith("n.ipynb:cell 2:2:1: NCX101 TORCH_DIST_USE_NCCL2=0 rolls back"), report
+    (f,) = json.loads(_migrate("--format", "json", "n.ipynb", cwd=tmp_path).stdout)["findings"]
+    assert (f["line"], f["column"], f["cell"]) == (row, 6, {"number": 2, "line": 2, "column": 1})
+    assert not f["message"].startswith("cell")
+    (res,) = json.loads(_migrate("--format", "sarif", "n.ipynb", cwd=tmp_path).stdout)["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": row, "startColumn": 6}
+    assert res["message"]["text"].endswith(" (cell 2, line 2)") and res["properties"]["cell"] == f["cell"]
+    github = _migrate("--format", "github", "n.ipynb", cwd=tmp_path).stdout
+    assert f",line={row},col=6::NCX101 " in github and "on nccl2 (cell 2, line 2)%0A%0A" in github
+
+
 
 def test_docs_show_the_real_output() -> None:
     """The example output in docs/migrate.md is what the program prints today."""
@@ -251,9 +273,10 @@ def test_readme_shows_the_demo_as_it_runs() -> None:
     proc = run_ncclx("migrate", "--diff", "-q", cwd=EXAMPLE)
     *shown, summary, exit_line = [ln for ln in diff.splitlines() if ln != "..."]
     assert _in_order(shown, proc.stdout.splitlines())
-    assert [ln for ln in proc.stderr.splitlines() if not re.match(r"[^ ]+:\d+:\d+: NCX\d+ ", ln)] == [summary]
+    finding = r"[^ ]+:(cell \d+:)?\d+:\d+: NCX\d+ "
+    assert [ln for ln in proc.stderr.splitlines() if not re.match(finding, ln)] == [summary]
     assert exit_line == f"-> ncclx migrate --diff exit {proc.returncode}: findings reported (the diff fixes some)"
-    assert "grep -Ev '^[^ ]+:[0-9]+:[0-9]+: NCX[0-9]+ '" in demo
+    assert "grep -Ev '^[^ ]+:(cell [0-9]+:)?[0-9]+:[0-9]+: NCX[0-9]+ '" in demo
 
 
 def test_use_color_rules() -> None:

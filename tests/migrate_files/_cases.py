@@ -1,9 +1,10 @@
 """Data-only cases for the non-Python scanners.
 
 ``tests/fixtures/files/<kind>/<case>.in.<ext>`` is the input.  Next to it:
-``<case>.findings`` (``LINE:COL CODE FIX`` per finding, report mode), ``<case>.out.<ext>``
-(after safe fixes; absent = no change) and ``<case>.unsafe.<ext>`` (after
-``--unsafe-fixes``; absent = same as ``.out``).  ``python -m tests.migrate_files._cases``
+``<case>.findings`` (``LINE:COL CODE FIX`` per finding, report mode; in a notebook
+``LINE:COL cell N:LINE:COL CODE FIX``: the position in the file, then in the cell),
+``<case>.out.<ext>`` (after safe fixes; absent = no change) and ``<case>.unsafe.<ext>``
+(after ``--unsafe-fixes``; absent = same as ``.out``).  ``python -m tests.migrate_files._cases``
 rewrites the expectations from the current scanners: review the diff before committing.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ncclx_migrate._migrate._files import scan
-from ncclx_migrate._migrate._model import FileResult, Options
+from ncclx_migrate._migrate._model import FileResult, Finding, Options
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 
@@ -62,7 +63,12 @@ def run(case: Case, text: str, options: Options) -> FileResult:
 
 
 def render_findings(result: FileResult) -> str:
-    return "".join(f"{f.line}:{f.column} {f.code} {f.fix.value}\n" for f in result.findings)
+    return "".join(f"{f.line}:{f.column}{_cell(f)} {f.code} {f.fix.value}\n" for f in result.findings)
+
+
+def _cell(f: Finding) -> str:
+    """A notebook finding also shows where it is in its cell, as the text report does."""
+    return "" if f.cell is None else f" cell {f.cell.number}:{f.cell.line}:{f.cell.column}"
 
 
 def regenerate() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-__all__ = ["FileResult", "Finding", "FixKind", "Options", "is_selected"]
+__all__ = ["CellPosition", "FileResult", "Finding", "FixKind", "Options", "is_selected"]
 
 
 class FixKind(enum.Enum):
@@ -18,9 +18,24 @@ class FixKind(enum.Enum):
     NONE = "none"  # flag only
 
 
+@dataclass(frozen=True)
+class CellPosition:
+    """Where a notebook finding is in its cell, as a notebook user counts: ``number`` counts
+    every cell from 1 (markdown included), ``line`` and ``column`` count within the cell."""
+
+    number: int
+    line: int
+    column: int
+
+    def as_json(self) -> dict[str, int]:
+        return {"number": self.number, "line": self.line, "column": self.column}
+
+
 @dataclass
 class Finding:
     path: str
+    # Position in the file as it is on disk (for a notebook: in the .ipynb JSON text), which
+    # editors, SARIF, annotations and code frames use; a notebook's text report shows `cell`.
     line: int  # 1-based
     column: int  # 1-based
     code: str  # stable rule code, e.g. "NCX101"
@@ -30,6 +45,7 @@ class Finding:
     # The why, the evidence and per-version details for this site (JSON "detail", SARIF
     # properties); the rule's full text is `ncclx explain CODE`.
     detail: str = ""
+    cell: CellPosition | None = None  # only for a finding in a notebook cell
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -41,6 +57,7 @@ class Finding:
             "detail": self.detail,
             "fix": self.fix.value,
             "applied": self.applied,
+            "cell": None if self.cell is None else self.cell.as_json(),
         }
 
 

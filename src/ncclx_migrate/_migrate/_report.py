@@ -100,6 +100,18 @@ def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
     return [f"{pad} {bar}", f"{style(num, _BLUE, _BOLD)} {bar} {src}".rstrip(), f"{pad} {bar} {caret}", f"{pad} {bar}", ""]
 
 
+def _position(f: Finding, colon: str) -> str:
+    """``line:col``; in a notebook ruff's ``cell N:line:col``, counted within the cell."""
+    if f.cell is None:
+        return f"{f.line}{colon}{f.column}"
+    return f"cell {f.cell.number}{colon}{f.cell.line}{colon}{f.cell.column}"
+
+
+def _in_cell(f: Finding) -> str:
+    """For formats that point into the .ipynb text: where that is in the notebook."""
+    return "" if f.cell is None else f" (cell {f.cell.number}, line {f.cell.line})"
+
+
 def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: TextView) -> str:
     """What happened in the mode that ran, and what the next command would add."""
     if not findings and not n_errors:
@@ -147,7 +159,7 @@ def render_text(
     findings = _all_findings(results)
     sources: dict[str, str | None] = {}
     for f in findings:
-        where = f"{style(f.path, _BOLD)}{colon}{f.line}{colon}{f.column}{colon}"
+        where = f"{style(f.path, _BOLD)}{colon}{_position(f, colon)}{colon}"
         lines.append(f"{where} {style(f.code, _RED, _BOLD)} {_marker(f, view.diff, style)}{f.message}")
         if view.show_source and not f.applied:  # a fixed line is in the diff or the written file
             if f.path not in sources:
@@ -169,7 +181,7 @@ def _gh_escape(s: str, prop: bool = False) -> str:
 
 def _gh_text(f: Finding) -> str:
     """An annotation has room for the why: the short message, then the detail below it."""
-    return f"{f.code} {f.message}" + (f"\n\n{f.detail}" if f.detail else "")
+    return f"{f.code} {f.message}{_in_cell(f)}" + (f"\n\n{f.detail}" if f.detail else "")
 
 
 def render_github(results: Sequence[FileResult], files_scanned: int) -> str:
@@ -213,17 +225,20 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
     for f in _all_findings(results):
         if f.applied:
             continue
+        props: dict[str, object] = {"fix": f.fix.value, "detail": f.detail}
+        if f.cell is not None:
+            props["cell"] = f.cell.as_json()
         res: dict[str, object] = {
             "ruleId": f.code,
             "level": "warning",
-            "message": {"text": f.message},
+            "message": {"text": f.message + _in_cell(f)},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact(f.path),
                     "region": {"startLine": f.line, "startColumn": f.column},
                 }
             }],
-            "properties": {"fix": f.fix.value, "detail": f.detail},
+            "properties": props,
         }
         if f.code in index:
             res["ruleIndex"] = index[f.code]

@@ -4,9 +4,9 @@ notebook (only the ``source`` value of a changed cell is replaced, in the layout
 
 Positions: a finding's line and column point into the ``.ipynb`` file itself (the JSON
 line that holds that line of the cell, when ``source`` is the usual list of lines), so
-editors and code-scanning annotations land on it; the message starts with
-``cell N, line L:`` (N counts every cell from 1, markdown included; L counts lines in
-the cell from 1), which is what a notebook user looks for.
+editors and code-scanning annotations land on it; its ``cell`` is the position a notebook
+user looks for (cell N counting every cell from 1, markdown included; line and column
+within the cell), which the text report shows as ruff does (``path:cell N:L:C:``).
 
 Other ``%%`` cell magics are skipped. IPython-only lines (``!cmd``, ``%magic``,
 ``x = !cmd``, ``obj?``) are replaced by a placeholder while the Python rules run and
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from ..._envvars import ENV_VARS
 from .._lines import line_map
-from .._model import FileResult, Finding, Options
+from .._model import CellPosition, FileResult, Finding, Options
 from ._checks import Collector, EnvAssign
 from ._json_spans import JsonError, Node, parse
 from ._shell import Ctx, scan_shell_range
@@ -292,7 +292,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
-            f.message = f"cell {c.n}, line {shown}: {f.message}"
+            f.cell = CellPosition(c.n, shown, f.column)
             f.path = path
             f.line, f.column = row, col
         findings.extend(c.findings)

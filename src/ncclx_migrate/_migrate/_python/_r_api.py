@@ -329,7 +329,7 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         return
     msg = ('get_backend() returns the name the group was created with, so this is False for explicit '
            f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
-    short = 'get_backend() is not "nccl" for nccl2/legacy/lazy groups: test all four'
+    short = 'get_backend() is not "nccl" for nccl2/legacy/lazy: test all four'
     if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
         have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
         if len(have & {"nccl", "nccl2", "nccl-legacy", "nccl-lazy"}) > 1:
