@@ -212,8 +212,8 @@ def test_github_annotation_carries_the_detail(tmp_path: Path) -> None:
 
 
 def test_a_notebook_finding_names_its_cell_in_every_format(tmp_path: Path) -> None:
-    """Text: ruff's path:cell N:line:col:. The others point into the .ipynb text (where editors
-    and code scanning open it) and name the cell beside it."""
+    """Text: ruff's path:cell N:line:col: and the cell's line in the code frame. The others point
+    into the .ipynb text (where editors and code scanning open it) and name the cell beside it."""
     cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]},
              {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
               "source": TOGGLE.splitlines(keepends=True)}]
@@ -222,6 +222,8 @@ def test_a_notebook_finding_names_its_cell_in_every_format(tmp_path: Path) -> No
     row = text.splitlines().index('    "os.environ[\\"TORCH_DIST_USE_NCCL2\\"] = \\"0\\"\\n"') + 1
     report = _migrate("-q", "n.ipynb", cwd=tmp_path).stdout
     assert report.startswith("n.ipynb:cell 2:2:1: NCX101 TORCH_DIST_USE_NCCL2=0 rolls back"), report
+    frame = _migrate("-q", "--show-source", "n.ipynb", cwd=tmp_path).stdout.splitlines()[1:4]
+    assert frame == ["  |", '2 | os.environ["TORCH_DIST_USE_NCCL2"] = "0"', "  | ^ NCX101"]  # the cell's line
     (f,) = json.loads(_migrate("--format", "json", "n.ipynb", cwd=tmp_path).stdout)["findings"]
     assert (f["line"], f["column"], f["cell"]) == (row, 6, {"number": 2, "line": 2, "column": 1})
     assert not f["message"].startswith("cell")

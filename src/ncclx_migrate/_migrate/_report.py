@@ -84,6 +84,15 @@ def _marker(f: Finding, dry_run: bool, style: _Style) -> str:
     return ""  # ruff's way: an unsafe fix has no tag; the summary counts them
 
 
+def _cell_line(json_line: str) -> str | None:
+    """The cell's line a notebook's JSON line holds (one string of a ``source`` list), else None."""
+    try:
+        value = json.loads(json_line.strip().rstrip(","))
+    except ValueError:
+        return None
+    return value.rstrip("\r\n") if isinstance(value, str) and "\n" not in value.rstrip("\r\n") else None
+
+
 def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
     """ruff's code frame: the finding's source line with a caret under its column."""
     if text is None:
@@ -91,12 +100,14 @@ def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
     lines = text.split("\n")  # not splitlines(): \f or \u2028 do not end a line for the scanners
     if not 1 <= f.line <= len(lines):
         return []
+    src, num, column = lines[f.line - 1].rstrip("\r"), str(f.line), f.column
+    if f.cell is not None and (cell_line := _cell_line(src)) is not None:
+        src, num, column = cell_line, str(f.cell.line), f.cell.column  # as ruff frames a cell
     # One column per character: tabs become one space so that the caret stays aligned.
-    src = lines[f.line - 1].rstrip("\r").replace("\t", " ")
-    num = str(f.line)
+    src = src.replace("\t", " ")
     pad = " " * len(num)
     bar = style("|", _BLUE, _BOLD)
-    caret = " " * (min(f.column, len(src) + 1) - 1) + style("^", _RED, _BOLD) + " " + style(f.code, _RED, _BOLD)
+    caret = " " * (min(column, len(src) + 1) - 1) + style("^", _RED, _BOLD) + " " + style(f.code, _RED, _BOLD)
     return [f"{pad} {bar}", f"{style(num, _BLUE, _BOLD)} {bar} {src}".rstrip(), f"{pad} {bar} {caret}", f"{pad} {bar}", ""]
 
 
