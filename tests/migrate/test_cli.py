@@ -56,7 +56,7 @@ def test_json_schema(tmp_path: Path) -> None:
     assert doc["schema"] == "ncclx.migrate/1" and doc["files_scanned"] == 2
     (f,) = doc["findings"]
     assert f == {"path": "a.py", "line": 2, "column": 1, "code": "NCX101", "message": f["message"],
-                 "detail": f["detail"], "fix": "unsafe", "applied": False}
+                 "detail": f["detail"], "fix": "unsafe", "applied": False, "cell": None}
     # message: one short sentence; detail: the why, per-version facts
     assert len(f["message"]) <= 100 and "2.15 only" in f["detail"] and len(f["detail"]) > len(f["message"])
     assert doc["errors"][0]["path"] == "bad.py" and "cannot parse" in doc["errors"][0]["message"]
