@@ -63,6 +63,8 @@ def read_refs(path: str) -> SoRefs | str:
                 return SoRefs()
             fh.seek(0)
             return _read(fh, st.st_size)
+        except ImportError:
+            return "pyelftools is not installed (pip install pyelftools)"
         except Exception as exc:  # a corrupt or hostile file may raise anything from the parser
             return f"not a readable ELF file ({type(exc).__name__})"
 
