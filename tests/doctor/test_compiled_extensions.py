@@ -144,3 +144,28 @@ def test_merge_compares_it_across_reports(site: Path, tmp_path: Path) -> None:
     assert "node-a.json" in c["message"]
     cc = check(merged, "cluster-consistency")
     assert "(node-a.json) has extensions built for legacy only: ['legacy-ti-dist', 'legacy_members']" in cc["message"]
+
+
+def test_hostile_files_give_a_reason_not_an_exception(site: Path) -> None:
+    from ncclx_migrate._doctor._elfsyms import read_refs
+
+    corrupt = site / "corrupt"
+    assert read_refs(str(corrupt / "fifo.so")) == "not a regular file"  # and no hang
+    assert str(read_refs(str(corrupt / "loop.so"))).startswith("cannot open it")
+    assert read_refs(str(corrupt / "libtext.so")) == "not an ELF file"
+    assert str(read_refs(str(corrupt / "_C.so"))).startswith(("corrupt", "not a readable ELF"))
+    assert read_refs(str(site / "both" / "_C.cpython-311-x86_64-linux-gnu.so")).nccl2 == [  # type: ignore[union-attr]
+        NCCL2_TYPEINFO, NCCL2_MEMBER]
+
+
+def test_walk_is_bounded(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclx_migrate._doctor import _sofiles
+
+    deep = tmp_path.joinpath(*["d"] * (_sofiles.MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    shutil.copy(site / "neither" / "_C.cpython-311-x86_64-linux-gnu.so", deep / "_deep.so")
+    shutil.copy(site / "neither" / "_C.cpython-311-x86_64-linux-gnu.so", tmp_path / "d" / "_shallow.so")
+    found = _sofiles.walk([str(tmp_path)])
+    assert [Path(f.path).name for f in found.files] == ["_shallow.so"] and not found.stopped
+    monkeypatch.setattr(_sofiles, "MAX_ENTRIES", 3)
+    assert _sofiles.walk([str(tmp_path)]).stopped.startswith("stopped after 3 directory entries")

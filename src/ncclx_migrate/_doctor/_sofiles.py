@@ -4,7 +4,8 @@ directory (``PYTHONPATH`` entries included), and the distribution each belongs t
 The walk is bounded, since a ``sys.path`` entry may be a checkout or a home directory: symbolic
 links are never followed (no loops, nothing outside the entry), hidden folders, ``__pycache__``
 and ``*.dist-info``/``*.egg-info`` are skipped, it goes at most ``MAX_DEPTH`` folders deep and
-stops after ``MAX_ENTRIES`` directory entries in all (and says so). Torch's own libraries
+stops after ``MAX_ENTRIES`` directory entries or ``MAX_SECONDS`` in all (a network file system)
+and says so. Torch's own libraries
 (``torch/``, ``functorch/``, ``torchgen/``) and the NVIDIA wheels (``nvidia/``) are not walked.
 """
 
@@ -13,14 +14,16 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 
-__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "NOT_WALKED", "SharedObject", "Walk", "owner", "walk"]
+__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "MAX_SECONDS", "NOT_WALKED", "SharedObject", "Walk", "owner", "walk"]
 
 MAX_DEPTH = 8
 MAX_ENTRIES = 200_000
+MAX_SECONDS = 5.0
 NOT_WALKED = frozenset({"torch", "functorch", "torchgen", "nvidia", "__pycache__", "site-packages"})
 
 
@@ -54,23 +57,27 @@ def _skip_dir(name: str) -> bool:
 def walk(paths: Sequence[str] | None = None) -> Walk:
     """Every shared object under ``paths`` (default ``sys.path``), each file once."""
     out = Walk()
+    deadline = time.monotonic() + MAX_SECONDS
     seen_dirs: set[str] = set()
     seen_files: set[tuple[int, int]] = set()  # (device, inode): a file reached twice
     for entry in sys.path if paths is None else paths:
         base = os.path.realpath(entry or os.getcwd())
         if not os.path.isdir(base):
             continue  # a zip file or a missing folder
-        out.files.extend(_walk_one(base, out, seen_dirs, seen_files))
+        out.files.extend(_walk_one(base, out, seen_dirs, seen_files, deadline))
         if out.stopped:
             break
     return out
 
 
 def _walk_one(base: str, out: Walk, seen_dirs: set[str], seen_files: set[tuple[int, int]],
-              ) -> Iterator[SharedObject]:
+              deadline: float) -> Iterator[SharedObject]:
     stack = [(base, 0)]
     while stack:
         folder, depth = stack.pop()
+        if time.monotonic() > deadline:
+            out.stopped = f"stopped after {MAX_SECONDS:g} s (in {folder})"
+            return
         if folder in seen_dirs:
             continue  # an entry nested in another one (src/ and src/pkg on sys.path)
         seen_dirs.add(folder)

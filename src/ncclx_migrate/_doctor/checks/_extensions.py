@@ -62,10 +62,10 @@ def compiled_extensions(f: Facts) -> CheckResult:
         "walk_stopped": found.stopped or None,
         "nccl_builds": impl,
     }
-    tail = f" ({len(found.files)} shared objects read"
-    tail += f"; {len(unreadable)} unreadable skipped" if unreadable else ""
-    tail += f"; {found.stopped}" if found.stopped else ""
-    tail += ")"
+    # The count of files read stays in the details: ranks whose messages differ only in it
+    # would split the merged report into groups.
+    notes = ([f"{len(unreadable)} unreadable skipped"] if unreadable else []) + ([found.stopped] if found.stopped else [])
+    tail = f" ({'; '.join(notes)})" if notes else ""
     if not legacy_only:
         msg = "no installed extension references the legacy ProcessGroupNCCL without nccl2's"
         if both:
