@@ -16,8 +16,11 @@ a prelude of the torch/c10d headers (and ``<ncclx/compat.h>``), then each case i
 passes when no error is reported in its file; a case with an error is compiled again alone
 (its own verdict, no prelude), and the rest again without it, until a unit passes. Passing cases
 are remembered under ``.cache/cxx/ok/`` by a hash of the compiler, flags, prelude and text.
-Limitation of one unit: a case sees the prelude's headers, so a missing ``#include`` of a
-header the prelude has is not caught.
+Limitations of one unit: a case sees the prelude's headers, so a missing ``#include`` of a
+header the prelude has is not caught; and g++ 12 takes an ``#include`` of a header that an
+earlier ``__has_include`` did not find as an empty file (GCC PR 80753), so on 2.13, after
+``<ncclx/compat.h>`` probed for nccl2's header, a case that includes it without a guard fails
+only where it uses its names (hoisting below therefore never uses ``__has_include``).
 
 Command line (debugging a fixture): ``python tests/cxx.py [--release 2.13] FILE...``.
 """
@@ -427,7 +430,13 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     files = [f.resolve() for f in args.files]
     status = 0
-    for rel, result in compile_releases({r: files for r in args.release or ["2.15", "2.13"]}).items():
+    releases = args.release or ["2.15", "2.13"]
+    for f in files:
+        for rel in releases:
+            if not compiles_on(f, rel):
+                print(f"torch {rel}: skipped ({' '.join(marker(f) or ())}) {f}")
+    jobs = {rel: [f for f in files if compiles_on(f, rel)] for rel in releases}
+    for rel, result in compile_releases(jobs).items():
         if isinstance(result, str):
             print(f"torch {rel}: skipped: {result}")
             continue
