@@ -182,7 +182,7 @@ def _failure_remedy(f: Facts, backend: str, timeout: float, errors: list[str]) -
                 "(check nvidia-smi and CUDA_VISIBLE_DEVICES), or use --backend gloo on CPU-only machines")
     if uses_gpu:
         return "run the job's init on this node with NCCL_DEBUG=INFO TORCH_CPP_LOG_LEVEL=INFO to see why"
-    return "check that 127.0.0.1 ports are free and torch.distributed works (the rank logs are in --json)"
+    return "check that 127.0.0.1 ports are free and torch.distributed works (the rank logs are in --format json)"
 
 
 def _buffer_size(f: Facts) -> int:
