@@ -8,6 +8,7 @@ transient status line ("probe: 2 ranks, all_reduce...") for the slow steps.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -119,10 +120,16 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     if not grouped and (c.status not in _BAD or (len(problems) == 1 and not problems[0][1])):
         out = _wrap(c.message, width, lead, col)
     else:
-        out = _wrap(_title(c.id), width, lead, col)
-        for finding, fix in problems:
+        title = _title(c.id)
+        # A merged check that is the same everywhere says so once, on its heading.
+        everyone = re.search(r" \(all [\d,]+ (ranks|reports)\)$", c.message)
+        if everyone and not any(everyone.group(0) in finding for finding, _ in problems):
+            title += everyone.group(0)
+        out = _wrap(title, width, lead, col)
+        for n, (finding, fix) in enumerate(problems):
             out += _wrap(finding, width, "        - ", " " * 10)
-            if fix:
+            # A fix shared by the problems that follow is printed once, under the last of them.
+            if fix and not any(later == fix for _, later in problems[n + 1:]):
                 out += _wrap(fix, width, "          fix: ", " " * 15)
     if color:
         out[0] = f"  {_paint(mark.ljust(5), code, color)}{out[0][7:]}"

@@ -58,9 +58,21 @@ def parse_seconds(text: str) -> float:
     return value
 
 
+def _rank_tag() -> str:
+    """" (rank N)" for the log lines: the process group's rank, else the launcher's RANK."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return f" (rank {dist.get_rank()})"
+    except Exception:  # a group being torn down: fall back to the environment
+        pass
+    rank = os.environ.get("RANK", "").strip()
+    return f" (rank {rank})" if rank.isdigit() else ""
+
+
 def _log(msg: str) -> None:
     try:
-        sys.stderr.write(f"ncclx hang dump: {msg}\n")
+        sys.stderr.write(f"ncclx hang dump{_rank_tag()}: {msg}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
