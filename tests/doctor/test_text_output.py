@@ -112,7 +112,7 @@ def test_probe_without_a_gpu_says_so() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
     probe = check(doctor_json("--level", "probe", "--check", "probe", "--backend", "nccl", expect_rc=1), "probe")
-    assert probe["remedy"].startswith('no GPU is visible here, and "nccl" needs one')
+    assert probe["remedy"].startswith('"nccl" needs a GPU (none here, see gpu-binding)')
 
 
 def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it() -> None:
