@@ -1,7 +1,7 @@
 """What `ncclx fr analyze` tells a new user (issue 19), on one real hang: 2 gloo ranks, rank 1
 skips all_reduce #3, the watchdog dumps both with stack traces (the run test_watchdog's
 stack-trace test uses, so a session runs it once).  Where the culprit was and where the others
-called the collective: in the JSON, the terminal text and the page."""
+called the collective: in the JSON and the terminal text (the page: tests/pages/test_first_read_pages.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from ..conftest import on_a_terminal, run_ncclx
-from ..pages.conftest import browser, open_page  # noqa: F401  (the browser test's fixtures)
 from .scenarios import PREFIX, WORKER, Run
 from .test_watchdog import FAST
 
@@ -59,36 +58,5 @@ def test_a_rank_without_a_dump_is_named(hung: Run, tmp_path: Path) -> None:
     shutil.copy(hung.folder / f"{PREFIX}0", folder)
     res = run_ncclx("fr", "analyze", str(folder))
     assert res.returncode == 1
-    assert f"rank 1 left no dump (expected {PREFIX}<rank> in {folder})" in res.stdout
-    assert "no dump from" not in res.stdout
-
-
-@pytest.mark.browser
-def test_the_page_shows_where_folds_torch_frames_and_agrees_on_colours(
-        hung: Run, tmp_path: Path, open_page: Any) -> None:  # noqa: F811
-    page_file = tmp_path / "hang.html"
-    run_ncclx("fr", "analyze", str(hung.folder), "--html", str(page_file))
-    opened = open_page(page_file)
-    page = opened.page
-    verdict = page.locator("#verdict").inner_text()
-    assert f"the waiting ranks called it from _collective_3 at {WORKER}:{CALL_LINE}" in verdict
-    assert f"rank 1 was at main at {WORKER}:" in verdict
-    # Rotated column labels stay clear of the culprit column's outline.
-    label = page.locator("#grid-0 text.hd.hl").bounding_box()
-    outline = page.locator("#grid-0 rect.hl").bounding_box()
-    assert label and outline and label["y"] + label["height"] <= outline["y"] + 1, (label, outline)
-    page.locator("#grid-0 .row").first.click()  # rank 0, which waited in #3
-    detail = page.locator("#detail-0")
-    newest = detail.locator("tbody tr").first
-    stack = newest.locator("td").last
-    assert stack.inner_text().startswith(f"_collective_3 at {WORKER}:{CALL_LINE}")
-    assert "2 torch frames" in stack.inner_text() and "distributed_c10d.py" not in stack.inner_text()
-    stack.locator("summary").click()
-    assert "distributed_c10d.py" in stack.inner_text() and "c10d_logger.py" in stack.inner_text()
-    # An entry gloo retired is "completed" in the grid: the table paints it the same green.
-    retired = detail.locator("span.tag", has_text="scheduled (retired)").first
-    green = retired.evaluate("e => getComputedStyle(e).backgroundColor")
-    cell = page.locator("#grid-0 rect.c-c").first.evaluate("e => getComputedStyle(e).fill")
-    assert green == cell, (green, cell)
-    opened.screenshot(tmp_path, "fr-first-read.png")
-    opened.offline_and_clean()
+    assert res.stdout.count("rank 1 left no dump") == 1, res.stdout  # named once, in its group
+    assert f"to get a dump from every rank ({PREFIX}<rank> in {folder}), turn on the watchdog" in res.stdout

@@ -225,8 +225,10 @@ def _verdict(report: dict[str, Any]) -> tuple[str, str, list[str]]:
     culprits = sorted({r for g in groups for r in g.get("culprit_ranks") or []})
     lines = [line for g in groups for line in _group_lines(g)]
     missing = report.get("missing_dumps") or []
-    if missing:
-        lines.append(f"{rank_text(missing)} left no dump: turn on the watchdog "
+    if missing:  # said once: a group's line may already have named these ranks
+        named = {r for g in groups for r in (g.get("first_incomplete") or {}).get("no_dump_ranks") or []}
+        lines.append("to get a dump from every rank, turn on the watchdog (NCCLX_HANG_DUMP=SECONDS)"
+                     if named >= set(missing) else f"{rank_text(missing)} left no dump: turn on the watchdog "
                      "(NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang")
     if len(lines) > _MAX_VERDICT_LINES:
         more = len(lines) - _MAX_VERDICT_LINES + 1

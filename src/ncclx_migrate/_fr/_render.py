@@ -148,10 +148,16 @@ def render_human(diag: Diagnosis) -> str:
         done = _retired_text(g.last_completed)
         out.append(f"  last collective retired (completed, or failed on gloo): {done or 'none'}")
     if diag.missing_dumps:
-        out.append(
-            f"{rank_list(diag.missing_dumps)} left no dump (expected {ds.prefix}<rank> in {ds.folder}); "
-            "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
-        )
+        # Said once: a group's first incomplete collective may already have named these ranks.
+        named = {r for g in diag.groups if g.first_incomplete for r in g.first_incomplete.no_dump_ranks}
+        if named >= set(diag.missing_dumps):
+            out.append(f"to get a dump from every rank ({ds.prefix}<rank> in {ds.folder}), "
+                       "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS)")
+        else:
+            out.append(
+                f"{rank_list(diag.missing_dumps)} left no dump (expected {ds.prefix}<rank> in {ds.folder}); "
+                "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
+            )
     culprits = sorted({r for g in diag.groups for r in g.culprit_ranks})
     if culprits:
         out.append(f"verdict: culprit {rank_list(culprits)}")
