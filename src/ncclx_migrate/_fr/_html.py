@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._htmlpage import count, esc, page, ranges, rank_text, spans, write_atomic
+from ._frames import is_user
 
 __all__ = ["render_page", "write_page"]
 
@@ -59,8 +60,6 @@ def _frame(f: Any) -> str:
 
 def _user_frame(f: Any) -> bool:
     """A frame of the user's code, not torch's own (shown first; torch's fold behind a toggle)."""
-    from ._render import is_user
-
     return is_user(str(f.get("filename", ""))) if isinstance(f, dict) else True
 
 

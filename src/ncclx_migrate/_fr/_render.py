@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
+from ._frames import is_user
 from ._ranges import ranges
 
-__all__ = ["SCHEMA", "called_from", "is_user", "render_human", "stuck_at", "to_json", "user_first"]
+__all__ = ["SCHEMA", "called_from", "render_human", "stuck_at", "to_json", "user_first"]
 
 SCHEMA = "ncclx.fr/1"
 
@@ -30,14 +31,6 @@ def _span(ranks: list[int]) -> str:
 
 def _verb(ranks: list[int], one: str, many: str) -> str:
     return one if len(ranks) == 1 else many
-
-
-_TORCH_FILES = ("distributed_c10d.py", "c10d_logger.py")
-
-
-def is_user(filename: str) -> bool:
-    return "/torch/" not in filename and "/ncclx_migrate/" not in filename \
-        and not filename.endswith(_TORCH_FILES)
 
 
 def user_first(frames: tuple[tuple[str, str, int], ...]) -> tuple[list[tuple[str, str, int]], int]:

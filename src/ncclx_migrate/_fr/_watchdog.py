@@ -32,6 +32,8 @@ import sys
 import threading
 import time
 
+from ._frames import is_user
+
 # No json, traceback, pathlib, typing or dataclasses at import: NCCLX_HANG_DUMP starts this
 # module inside `import ncclx_migrate` (budget 20 ms; json alone costs ~10 ms).
 TYPE_CHECKING = False
@@ -82,7 +84,7 @@ def _user_frame(frame: FrameType | None) -> str:
     """Innermost frame outside torch, ncclx and the stdlib threading module."""
     while frame is not None:
         fn = frame.f_code.co_filename
-        if "/torch/" not in fn and "/ncclx_migrate/" not in fn and not fn.endswith("threading.py"):
+        if is_user(fn):
             return f"{frame.f_code.co_name} at {fn}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
