@@ -104,3 +104,16 @@ def test_merge_says_each_fact_once(tmp_path: Path) -> None:
         if "cluster-consistency" not in block.split("\n")[0]:
             assert "(all 4 ranks)" in re.sub(r"\s+", " ", block), block
     assert not re.search(r"\b0 (ok|warn|fail|skip|error)\b", text.splitlines()[-1])
+
+
+def test_merge_reads_reports_with_and_without_the_judged_backend(tmp_path: Path) -> None:
+    report = doctor_json("--level", "static", "--check", "torch-version")
+    old = {k: v for k, v in report.items() if k not in ("backend", "_rc")}  # saved before it existed
+    (tmp_path / "new.json").write_text(json.dumps({k: v for k, v in report.items() if k != "_rc"}))
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    merged = run_ncclx("doctor", "merge", str(tmp_path / "new.json"), str(tmp_path / "old.json"), "--format", "json")
+    assert merged.returncode == 0 and json.loads(merged.stdout)["backend"] is None
+    (tmp_path / "bad.json").write_text(json.dumps({**old, "backend": 5}))
+    bad = run_ncclx("doctor", "merge", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert '"backend" is 5, expected {"judged": NAME, "why": TEXT} or null' in bad.stderr
