@@ -169,3 +169,14 @@ def test_walk_is_bounded(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyP
     assert [Path(f.path).name for f in found.files] == ["_shallow.so"] and not found.stopped
     monkeypatch.setattr(_sofiles, "MAX_ENTRIES", 3)
     assert _sofiles.walk([str(tmp_path)]).stopped.startswith("stopped after 3 directory entries")
+
+
+def test_a_file_reachable_from_two_entries_is_named_as_imported(tmp_path: Path, site: Path) -> None:
+    """cwd (sys.path's "") above a PYTHONPATH folder: the package is the import name, once."""
+    from ncclx_migrate._doctor import _sofiles
+
+    pkg = tmp_path / "checkout" / "src" / "myext"
+    pkg.mkdir(parents=True)
+    shutil.copy(site / "legacy_members" / "_C.cpython-311-x86_64-linux-gnu.so", pkg / "_C.so")
+    found = _sofiles.walk([str(tmp_path / "checkout"), str(tmp_path / "checkout" / "src")])
+    assert [_sofiles.owner(f) for f in found.files] == ["myext"]

@@ -60,8 +60,10 @@ def walk(paths: Sequence[str] | None = None) -> Walk:
     deadline = time.monotonic() + MAX_SECONDS
     seen_dirs: set[str] = set()
     seen_files: set[tuple[int, int]] = set()  # (device, inode): a file reached twice
-    for entry in sys.path if paths is None else paths:
-        base = os.path.realpath(entry or os.getcwd())
+    bases = dict.fromkeys(os.path.realpath(e or os.getcwd()) for e in (sys.path if paths is None else paths))
+    # The deepest entry first: a file under both /work and /work/src (cwd and PYTHONPATH) is
+    # named as imported, relative to /work/src; the outer walk then skips the inner folder.
+    for base in sorted(bases, key=lambda b: -b.count(os.sep)):
         if not os.path.isdir(base):
             continue  # a zip file or a missing folder
         out.files.extend(_walk_one(base, out, seen_dirs, seen_files, deadline))
