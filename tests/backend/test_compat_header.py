@@ -120,3 +120,16 @@ def test_gpu_extension_on_a_legacy_nccl_group(extension: Path) -> None:
         nccl2 = _call(extension, "nccl", "cuda:0")
         assert nccl2["kind"] == "nccl2" and nccl2["is_nccl"] is True
         assert isinstance(nccl2["comm_ptr"], int) and nccl2["comm_ptr"] != 0
+
+
+def test_doctor_sees_that_an_extension_built_with_the_header_knows_nccl2(extension: Path) -> None:
+    """The built .so names both classes' typeinfo (its dynamic_casts), so compiled-extensions
+    does not flag it."""
+    from tests.conftest import run_ncclx
+
+    pythonpath = os.pathsep.join(p for p in (str(extension.parent), os.environ.get("PYTHONPATH", "")) if p)
+    proc = run_ncclx("doctor", "--level", "static", "--check", "compiled-extensions", "--json",
+                     env={"PYTHONPATH": pythonpath}, timeout=60)
+    check = json.loads(proc.stdout)["checks"][0]
+    assert check["status"] == "ok", check
+    assert str(extension) in check["details"]["both_classes"]
