@@ -34,12 +34,12 @@ class CellPosition:
 @dataclass
 class Finding:
     path: str
-    # Position in the file as it is on disk (for a notebook: in the .ipynb JSON text), which
-    # editors, SARIF, annotations and code frames use; a notebook's text report shows `cell`.
+    # Position in the file's text (for a notebook: in the .ipynb JSON), which editors, SARIF
+    # and annotations use; a notebook's text report and code frame show `cell` instead.
     line: int  # 1-based
     column: int  # 1-based
     code: str  # stable rule code, e.g. "NCX101"
-    message: str  # one short sentence (<= 120 chars, aim 80): what is wrong, what to do
+    message: str  # one short sentence (<= 88 chars, aim 75): what is wrong, what to do
     fix: FixKind = FixKind.NONE
     applied: bool = False
     # The why, the evidence and per-version details for this site (JSON "detail", SARIF
