@@ -176,7 +176,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
-        text, bom = decode(raw)
+        text, encoding = decode(raw, python=name == "-" or name.endswith((".py", ".pyw")))
     except ValueError as exc:
         result = FileResult(display, error=str(exc))
         click.echo(render(fmt, [result], 1), nl=False, err=mode.write or mode.diff)
@@ -204,7 +204,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     if mode.write:
         out = result.new_text if result.new_text is not None else text
         sys.stdout.flush()
-        sys.stdout.buffer.write((("\ufeff" if bom else "") + out).encode("utf-8"))
+        sys.stdout.buffer.write(out.encode(encoding, errors="backslashreplace"))
         sys.stdout.buffer.flush()
         click.echo(render(fmt, report.results, 1, view=view), nl=False, err=True, color=view.color)
     elif mode.diff:
