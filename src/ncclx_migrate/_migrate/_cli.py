@@ -61,7 +61,7 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--use-shim", is_flag=True, help="Rewrite to ncclx_migrate.backend helpers instead of plain torch.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count; at most 2 per CPU and 1 per file).")
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
 @click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")

@@ -310,7 +310,7 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> RunReport:
     files = list(paths)
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    jobs = worker_count(jobs, len(files))
     if len(files) > 1:
         from ._shared import shared_names
 
@@ -330,6 +330,16 @@ def run(
         return report
     report.outcomes = _run_pool(files, worker, jobs, progress)
     return report
+
+
+# More workers than this only contend for the CPUs (and each holds a parse in memory).
+_JOBS_PER_CPU = 2
+
+
+def worker_count(asked: int | None, n_files: int) -> int:
+    """``--jobs``, capped by the files there are and a small multiple of the CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(asked or cpus, _JOBS_PER_CPU * cpus, n_files))
 
 
 _DIED = ("the worker process scanning it died (a crash in the parser, or killed, e.g. for memory); "
@@ -414,6 +424,7 @@ def _on_parent_death(signum: int, frame: object) -> None:
 def _init_worker(parent: int) -> None:
     """Pool workers must not outlive ``ncclx migrate`` (kill -9 of it leaves them orphaned)."""
     signal.signal(signal.SIGTERM, _on_parent_death)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops handing out files
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
