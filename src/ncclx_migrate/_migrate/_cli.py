@@ -8,7 +8,7 @@ import sys
 import click
 
 from .._color import use_color
-from . import _runner
+from . import _config, _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, read_source, render
@@ -128,6 +128,8 @@ def migrate(
         if o.skipped:
             click.echo(f"{o.result.path}: skipped: {o.skipped}", err=True)
     results = report.results
+    for line in dict.fromkeys([*(n for o in report.outcomes for n in o.config), *_config.drain()]):
+        click.echo(line, err=True)  # each worker reads a config file once: said once
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
     if diff:
@@ -191,6 +193,8 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "
                          "(e.g. run.sh, job.yaml, Dockerfile)")
+    for line in _config.drain():
+        click.echo(line, err=True)
     for w in suppression_warnings(text):
         line, _, msg = w.partition(": ")
         click.echo(f"{display}:{line}: warning: {msg}", err=True)

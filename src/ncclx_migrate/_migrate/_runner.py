@@ -30,6 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
 
@@ -54,6 +55,7 @@ class Outcome:
     scanned: bool = True  # False: not a kind of file any scanner handles
     skipped: str | None = None  # why a file of a kind we scan was left unread (said on stderr)
     warnings: list[str] = field(default_factory=list)  # "line: text", shown on stderr
+    config: list[str] = field(default_factory=list)  # config files that could not be read (_config)
 
 
 @dataclass
@@ -273,7 +275,7 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result, warnings=suppression_warnings(text))
+    out = Outcome(result, warnings=suppression_warnings(text), config=_config.drain())
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
