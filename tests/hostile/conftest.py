@@ -28,10 +28,11 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run_bounded(*args: str, cwd: str | os.PathLike[str] | None = None, prefix: Sequence[str] = (),
-                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+                extra_env: dict[str, str] | None = None, timeout: float = TIME_LIMIT,
+                ) -> subprocess.CompletedProcess[str]:
     """``ncclx ARGS`` with an address-space limit and a timeout (a hang fails the test)."""
     return subprocess.run([*prefix, ncclx_exe(), *args], capture_output=True, text=True, cwd=cwd,
-                          env=env(**(extra_env or {})), timeout=TIME_LIMIT, preexec_fn=_limit)
+                          env=env(**(extra_env or {})), timeout=timeout, preexec_fn=_limit)
 
 
 def without_root_file_access() -> list[str] | None:

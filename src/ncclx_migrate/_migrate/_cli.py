@@ -65,14 +65,15 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
 @click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")
-@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=_runner.DEFAULT_MAX_MB,
-              show_default=True, metavar="MB", help="Larger files are not read (Python: an error; others: skipped).")
+@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=None, metavar="MB",
+              help=f"Larger files are not read (Python: an error; others: skipped). Default: {_runner.DEFAULT_MAX_MB:g}, "
+                   f"and Python a rule would parse {_runner.DEFAULT_MAX_PYTHON_MB:g} (parsing takes ~1,300x the size).")
 @click.option("--ignore-unknown", is_flag=True,
               help="A file of a kind no scanner reads is skipped, not an error (pre-commit passes every text file).")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float,
+    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float | None,
     ignore_unknown: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
@@ -112,7 +113,8 @@ def migrate(
         select=_prefixes(select),
         ignore=_prefixes(ignore),
     )
-    mode = Mode(write=write, diff=diff, max_bytes=int(max_file_size * 2**20))
+    mode = Mode(write=write, diff=diff) if max_file_size is None else Mode(
+        write=write, diff=diff, max_bytes=int(max_file_size * 2**20), max_parse_bytes=int(max_file_size * 2**20))
     # The report goes to stderr when stdout carries a diff or the fixed stdin text.
     to_err = diff or (write and paths == ("-",))
     color = use_color(sys.stderr if to_err else sys.stdout)

@@ -34,11 +34,16 @@ from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
 
-__all__ = ["DEFAULT_MAX_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
+__all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
-# libcst needs about 250x a Python file's size in memory: 8 MiB of Python is ~2 GB.
+# Files larger than this are not read.
 DEFAULT_MAX_MB = 8.0
-_PARSE_RATIO = 250
+# libcst's tree of a Python file takes ~900x its size, a run that fixes it ~1,300x (measured:
+# benchmarks/bench_limits.py, docs/performance.md); so by default a Python file is parsed only
+# up to what stays within ~1 GB and a minute.  A larger one that no rule's text test matches
+# needs no parse and is still checked.
+DEFAULT_MAX_PYTHON_MB = 0.75
+_PARSE_RATIO = "1,300"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Mode:
     write: bool = False
     diff: bool = False
     max_bytes: int = int(DEFAULT_MAX_MB * 2**20)  # --max-file-size
+    max_parse_bytes: int = int(DEFAULT_MAX_PYTHON_MB * 2**20)  # Python to parse; --max-file-size too
 
 
 @dataclass
@@ -109,6 +115,14 @@ def decode(raw: bytes, python: bool = False) -> tuple[str, str]:
 
 def _is_python(path: str) -> bool:
     return path.endswith((".py", ".pyw"))
+
+
+def _needs_parse(text: str, options: Options) -> bool:
+    """Does some selected rule's text test match (so that the codemod parses ``text``)?"""
+    from ._model import is_selected
+    from ._python._engine import _prechecked, python_codes
+
+    return bool(_prechecked(text, {c for c in python_codes() if is_selected(c, options)}))
 
 
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
@@ -262,12 +276,18 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
     if isinstance(got, Outcome):
         return got
     raw, read = got
+    del got  # the text is what stays in memory from here on, not the bytes too
     try:
         text, encoding = decode(raw, _is_python(path))
     except ValueError as exc:
         if _claims(path):
             return Outcome(FileResult(path, error=str(exc)))
         return Outcome(FileResult(path), scanned=False)
+    if _is_python(path) and len(raw) > mode.max_parse_bytes and _needs_parse(text, options):
+        return Outcome(FileResult(path, error=(
+            f"not parsed: {len(raw) / 2**20:.1f} MB of Python is over the parse limit of "
+            f"{mode.max_parse_bytes / 2**20:g} MB (parsing needs ~{_PARSE_RATIO}x the size in memory); "
+            "raise it with --max-file-size MB")))
     del raw
     try:
         result = process_text(path, text, options)
