@@ -7,6 +7,7 @@ RSS (from wait4) and wall time are printed with the ratio of peak memory to the 
 (1) a Python file at the default parse limit with a get_backend() == "nccl" fix every 4.7 KB
 (the density of the issue's 7.8 MB file: 1,670 matches); (2) a notebook of N small code
 cells, 1 in 100 with a fix; (3) a .env file of MB megabytes, one NCCL setting every 100 lines.
+CPU time is printed beside the wall time (on a loaded machine, what an idle one would take).
 The subprocess's baseline (``ncclx migrate`` on an empty file: interpreter, imports) is
 printed too, and subtracted in the ratio.
 """
@@ -68,19 +69,22 @@ def env_file(size: int) -> str:
 _PEAK = """
 import resource, subprocess, sys
 out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 print((out.strip().splitlines() or [""])[-1])
 """
 
 
-def measure(path: Path, *extra: str) -> tuple[float, int, str]:
-    """(seconds, peak RSS in bytes, last line of output) of ``ncclx migrate --write PATH``."""
+def measure(path: Path, *extra: str) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in bytes, last line of output) of ``ncclx migrate
+    --write PATH``.  On a loaded machine the CPU time is what an idle one would take."""
     ncclx = shutil.which("ncclx", path=os.path.dirname(sys.executable)) or "ncclx"
     start = time.monotonic()
     out = subprocess.run([sys.executable, "-c", _PEAK, ncclx, "migrate", "--write", "-q", *extra, path.name],
                          cwd=path.parent, capture_output=True, text=True, check=True).stdout
-    peak, last = out.split("\n", 1)
-    return time.monotonic() - start, int(peak), last.strip()
+    usage, last = out.split("\n", 1)
+    peak, cpu = usage.split()
+    return time.monotonic() - start, float(cpu), int(peak), last.strip()
 
 
 def main() -> None:
@@ -93,7 +97,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         (root / "empty.py").write_text("")
-        _, base, _ = measure(root / "empty.py")
+        _, _, base, _ = measure(root / "empty.py")
         print(f"baseline (empty file): {base / 2**20:.0f} MB")
         cases = [("python", "big.py", python_file(int(args.python_mb * 2**20)), ()),
                  ("notebook", "big.ipynb", notebook(args.cells), ()),
@@ -101,8 +105,8 @@ def main() -> None:
         for name, file, text, extra in cases:
             (root / file).write_text(text)
             size = len(text.encode())
-            secs, peak, last = measure(root / file, *extra)
-            print(f"{name:9} {size / 2**20:6.2f} MB  {secs:6.1f} s  peak {peak / 2**20:6.0f} MB  "
+            secs, cpu, peak, last = measure(root / file, *extra)
+            print(f"{name:9} {size / 2**20:6.2f} MB  {secs:6.1f} s ({cpu:5.1f} s CPU)  peak {peak / 2**20:6.0f} MB  "
                   f"(peak - baseline) / size = {(peak - base) / size:5.1f}x  | {last}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
