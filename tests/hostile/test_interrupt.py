@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ncclx_exe
 
-from .conftest import env
+from .conftest import _limit, env
 
 _READ = {"x86_64": 0, "aarch64": 63}.get(platform.machine())  # the read(2) syscall number
 
@@ -31,7 +31,7 @@ def _interrupt(proc: subprocess.Popen[bytes], ready: object) -> tuple[int, str]:
 
 
 def _start(*args: str, cwd: Path, stdin: int | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([ncclx_exe(), *args], cwd=cwd, env=env(), stdin=stdin,
+    return subprocess.Popen([ncclx_exe(), *args], cwd=cwd, env=env(), stdin=stdin, preexec_fn=_limit,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
