@@ -41,4 +41,25 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="ncclx")
+    """``ncclx``; Ctrl-C exits 130 (128 + SIGINT, as shells expect), never 1 ("findings left")."""
+    import os
+    import sys
+
+    try:
+        code = cli.main(prog_name="ncclx", standalone_mode=False)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            click.echo("ncclx: interrupted", err=True)
+            sys.exit(130)
+        click.echo("Aborted!", err=True)  # end of input at a prompt
+        sys.exit(1)
+    except KeyboardInterrupt:  # raised outside click's own handler (while reporting)
+        click.echo("ncclx: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:  # `ncclx rules | head -1`: as click's standalone mode does
+        sys.stdout = open(os.devnull, "w")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -6,6 +6,7 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,10 +28,11 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run_bounded(*args: str, cwd: str | os.PathLike[str] | None = None, prefix: Sequence[str] = (),
-                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+                extra_env: dict[str, str] | None = None, timeout: float = TIME_LIMIT,
+                ) -> subprocess.CompletedProcess[str]:
     """``ncclx ARGS`` with an address-space limit and a timeout (a hang fails the test)."""
     return subprocess.run([*prefix, ncclx_exe(), *args], capture_output=True, text=True, cwd=cwd,
-                          env=env(**(extra_env or {})), timeout=TIME_LIMIT, preexec_fn=_limit)
+                          env=env(**(extra_env or {})), timeout=timeout, preexec_fn=_limit)
 
 
 def without_root_file_access() -> list[str] | None:
@@ -64,3 +66,11 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def run_python_bounded(script: str, *args: str, cwd: str | os.PathLike[str] | None = None
+                       ) -> subprocess.CompletedProcess[str]:
+    """``python -c SCRIPT ARGS`` under the same limits as :func:`run_bounded` (for a run of
+    the library whose timing the test has to control from inside)."""
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=cwd,
+                          env=env(), timeout=TIME_LIMIT, preexec_fn=_limit)

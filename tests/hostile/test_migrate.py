@@ -276,3 +276,22 @@ def test_workers_that_keep_dying_cost_only_their_files(tmp_path: Path) -> None:
     for i in range(40):
         name = f"m{i:02}.py"
         assert (tmp_path / name).read_text() in ((FIXED + body,) if name in fixed else (REDUNDANT + body, FIXED + body))
+
+
+def test_jobs_is_capped_by_the_files_and_the_cpus(tmp_path: Path) -> None:
+    # -j 64 over 20 files on a small machine: no more workers than 2 per CPU (issue 18).
+    _tree(tmp_path, 20)
+    cap = 2 * len(os.sched_getaffinity(0))
+    proc = subprocess.Popen([ncclx_exe(), "migrate", "-j", "64", "--format", "json", "."], cwd=tmp_path, env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    most = 0
+    try:
+        while proc.poll() is None:
+            most = max(most, len(children(proc.pid)))
+            time.sleep(0.01)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert len(json.loads(out)["findings"]) == 20
+    assert 1 <= most <= cap, f"{most} worker processes at once for {cap // 2} CPUs"

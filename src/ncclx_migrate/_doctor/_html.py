@@ -174,6 +174,7 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
         '<div class="pair"><div class="grid" id="grid-0"></div><div class="detail" id="detail-0">'
         '<p class="hint">Hover over a row for its results; click to pin it.</p></div></div></section>'
     )
+    body.append(_divergent(summary))
     data = {
         "cols": [{"label": cid, "tip": cid} for cid in ids],
         "rows": rows,
@@ -182,6 +183,27 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
         "legend": [[k, v] for k, v in _NAMES.items()],
     }
     return page("ncclx doctor", meta, "".join(body), data, _SCRIPT)
+
+
+def _divergent(summary: Report) -> str:
+    """Every value of every fact the ranks disagree on, with who holds it: the text report
+    counts them past a few (one screen), the page keeps them all (folded)."""
+    check = summary.get("cluster-consistency")
+    facts = check.details.get("divergent") if check else None
+    if not isinstance(facts, list) or not facts:
+        return ""
+    out = ['<section class="block" id="divergent"><h2>Values that differ between ranks</h2>']
+    for fact in facts:
+        minority = fact.get("minority") or []
+        rows = "".join(f"<tr><td>{esc(json.dumps(m.get('value')))}</td><td>{esc(str(m.get('who')))}</td></tr>"
+                       for m in minority)
+        out.append(f"<details><summary>{esc(str(fact.get('fact')))}: {esc(json.dumps(fact.get('majority')))} on "
+                   f"{esc(count(int(fact.get('majority_count') or 0), 'report'))}; "
+                   f"{esc(count(len(minority), 'other value'))}</summary>"
+                   f"<table><thead><tr><th>value</th><th>held by</th></tr></thead><tbody>{rows}</tbody></table>"
+                   "</details>")
+    out.append("</section>")
+    return "".join(out)
 
 
 def write_page(path: Path, sources: Sequence[Source], summary: Report, expected_ranks: Sequence[int] = ()) -> None:

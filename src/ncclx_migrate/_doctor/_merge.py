@@ -127,6 +127,18 @@ def _fmt_pair(value: Any, majority: Any) -> tuple[str, str]:
 
 
 _ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.OK, Status.SKIP]
+MAX_VALUES = 3  # minority values of one fact named one by one; past that, counted in one line
+
+
+def _many_values(groups: Sequence[tuple[str, list[Source]]], many: str, majority: Any) -> str:
+    """One line for a fact with many minority values: who holds them, how many values, the
+    largest groups by value with their ranks, and how many more."""
+    everyone = [s for _, group in groups for s in group]
+    pairs = [(_fmt_pair(json.loads(key), majority), group) for key, group in groups[:MAX_VALUES - 1]]
+    shown = [f"{mine} on {label(group)}" for (mine, _), group in pairs]
+    theirs = "; ".join(dict.fromkeys(t for (_, t), _ in pairs))
+    return (f"{label(everyone)} {many} {len(groups)} different values (the others {theirs}): "
+            f"{'; '.join(shown)}; and {len(groups) - len(shown)} more values (--json lists them all)")
 
 
 def _worst(statuses: Iterable[Status]) -> Status:
@@ -160,10 +172,15 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
             value = json.loads(value_key)
             verb = one if len(group) == 1 else many
             mine, theirs = _fmt_pair(value, majority_value)
-            findings.append((severity, f"{who(group)} {verb} {mine} (the others {theirs})"))
-            problems.append((severity, f"{label(group)} {verb} {mine} (the others {theirs})", same_image))
+            if len(order) - 1 <= MAX_VALUES:
+                findings.append((severity, f"{who(group)} {verb} {mine} (the others {theirs})"))
+                problems.append((severity, f"{label(group)} {verb} {mine} (the others {theirs})", same_image))
             minority.append({"value": value, "who": who(group),
                              "ranks": [s.report.rank for s in group], "hosts": sorted({s.report.host for s in group})})
+        if len(order) - 1 > MAX_VALUES:  # values that differ rank by rank: one line, the JSON has them all
+            line = _many_values(order[1:], many, majority_value)
+            findings.append((severity, line))
+            problems.append((severity, line, same_image))
         divergent.append({"fact": f"{cid}.{key}", "majority": majority_value, "majority_count": len(majority),
                           "minority": minority})
     reported = sorted(s.report.rank for s in sources if s.report.rank is not None)

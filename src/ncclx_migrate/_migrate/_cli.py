@@ -8,7 +8,7 @@ import sys
 import click
 
 from .._color import use_color
-from . import _runner
+from . import _config, _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, read_source, render
@@ -61,18 +61,19 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--use-shim", is_flag=True, help="Rewrite to ncclx_migrate.backend helpers instead of plain torch.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count; at most 2 per CPU and 1 per file).")
 @click.option("--stdin-filename", default="-", metavar="NAME", help="Name (and so file kind) of the text read from '-'.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or detection notes on stderr.")
 @click.option("--show-source", is_flag=True, help="Text format: show the source line of each finding with a caret.")
-@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=_runner.DEFAULT_MAX_MB,
-              show_default=True, metavar="MB", help="Larger files are not read (Python: an error; others: skipped).")
+@click.option("--max-file-size", type=click.FloatRange(min=0, min_open=True, max=2**20), default=None, metavar="MB",
+              help=f"Larger files are not read (Python: an error; others: skipped). Default: {_runner.DEFAULT_MAX_MB:g}, "
+                   f"and Python a rule would parse {_runner.DEFAULT_MAX_PYTHON_MB:g} (parsing takes ~1,300x the size).")
 @click.option("--ignore-unknown", is_flag=True,
               help="A file of a kind no scanner reads is skipped, not an error (pre-commit passes every text file).")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
-    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float,
+    jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float | None,
     ignore_unknown: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
@@ -116,7 +117,8 @@ def migrate(
         select=_prefixes(select),
         ignore=_prefixes(ignore),
     )
-    mode = Mode(write=write, diff=diff, max_bytes=int(max_file_size * 2**20))
+    mode = Mode(write=write, diff=diff) if max_file_size is None else Mode(
+        write=write, diff=diff, max_bytes=int(max_file_size * 2**20), max_parse_bytes=int(max_file_size * 2**20))
     # The report goes to stderr when stdout carries a diff or the fixed stdin text.
     to_err = diff or (write and paths == ("-",))
     color = use_color(sys.stderr if to_err else sys.stdout)
@@ -132,6 +134,8 @@ def migrate(
         if o.skipped:
             click.echo(f"{o.result.path}: skipped: {o.skipped}", err=True)
     results = report.results
+    for line in dict.fromkeys([*(n for o in report.outcomes for n in o.config), *_config.drain()]):
+        click.echo(line, err=True)  # each worker reads a config file once: said once
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
     if unchecked and not report.files_scanned and not any(r.error for r in results):
@@ -182,7 +186,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
-        text, bom = decode(raw)
+        text, encoding = decode(raw, python=name == "-" or name.endswith((".py", ".pyw")))
     except ValueError as exc:
         result = FileResult(display, error=str(exc))
         click.echo(render(fmt, [result], 1), nl=False, err=mode.write or mode.diff)
@@ -197,6 +201,8 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "
                          "(e.g. run.sh, job.yaml, Dockerfile)")
+    for line in _config.drain():
+        click.echo(line, err=True)
     for w in suppression_warnings(text):
         line, _, msg = w.partition(": ")
         click.echo(f"{display}:{line}: warning: {msg}", err=True)
@@ -210,7 +216,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     if mode.write:
         out = result.new_text if result.new_text is not None else text
         sys.stdout.flush()
-        sys.stdout.buffer.write((("\ufeff" if bom else "") + out).encode("utf-8"))
+        sys.stdout.buffer.write(out.encode(encoding, errors="backslashreplace"))
         sys.stdout.buffer.flush()
         click.echo(render(fmt, report.results, 1, view=view), nl=False, err=True, color=view.color)
     elif mode.diff:

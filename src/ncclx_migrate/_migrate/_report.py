@@ -123,14 +123,15 @@ def _in_cell(f: Finding) -> str:
     return "" if f.cell is None else f" (cell {f.cell.number}, line {f.cell.line})"
 
 
-def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: TextView) -> str:
-    """What happened in the mode that ran, and what the next command would add."""
+def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_scanned: int, view: TextView) -> str:
+    """What happened in the mode that ran, and what the next command would add (only for
+    ``fine``, the findings of files that had no error: another run fails the same way)."""
     if not findings and not n_errors:
         return f"No findings in {_plural(files_scanned, 'file')}."
     left = [f for f in findings if not f.applied]
     fixed = len(findings) - len(left)
-    safe = sum(1 for f in left if f.fix is FixKind.SAFE)
-    unsafe = sum(1 for f in left if f.fix is FixKind.UNSAFE)
+    safe = sum(1 for f in fine if not f.applied and f.fix is FixKind.SAFE)
+    unsafe = sum(1 for f in fine if not f.applied and f.fix is FixKind.UNSAFE)
     out = f"Found {_plural(len(findings), 'finding')} in {_plural(files_scanned, 'file')}"
     hint = ""
     if view.write:
@@ -179,7 +180,8 @@ def render_text(
     errors = _errors(results)
     for e in errors:
         lines.append(f"{style(e['path'], _BOLD)}{colon} {style('error', _RED, _BOLD)}{colon} {e['message']}")
-    lines.append(_summary(findings, len(errors), files_scanned, view))
+    failed = {e["path"] for e in errors}
+    lines.append(_summary([f for f in findings if f.path not in failed], findings, len(errors), files_scanned, view))
     return "\n".join(lines) + "\n"
 
 

@@ -9,16 +9,20 @@ killer) costs only the file it held, which is reported as an error.
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 import dataclasses
 import difflib
 import functools
+import hashlib
+import io
 import os
 import signal
 import stat
 import sys
 import tempfile
 import threading
+import tokenize
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -26,14 +30,20 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
 
-__all__ = ["DEFAULT_MAX_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
+__all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
-_BOM = "\ufeff"
-# libcst needs about 250x a Python file's size in memory: 8 MiB of Python is ~2 GB.
+# Files larger than this are not read.
 DEFAULT_MAX_MB = 8.0
+# libcst's tree of a Python file takes ~900x its size, a run that fixes it ~1,300x (measured:
+# benchmarks/bench_limits.py, docs/performance.md); so by default a Python file is parsed only
+# up to what stays within ~1 GB and a minute.  A larger one that no rule's text test matches
+# needs no parse and is still checked.
+DEFAULT_MAX_PYTHON_MB = 0.75
+_PARSE_RATIO = "1,300"
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,7 @@ class Mode:
     write: bool = False
     diff: bool = False
     max_bytes: int = int(DEFAULT_MAX_MB * 2**20)  # --max-file-size
+    max_parse_bytes: int = int(DEFAULT_MAX_PYTHON_MB * 2**20)  # Python to parse; --max-file-size too
 
 
 @dataclass
@@ -50,6 +61,7 @@ class Outcome:
     scanned: bool = True  # False: not a kind of file any scanner handles
     skipped: str | None = None  # why a file of a kind we scan was left unread (said on stderr)
     warnings: list[str] = field(default_factory=list)  # "line: text", shown on stderr
+    config: list[str] = field(default_factory=list)  # config files that could not be read (_config)
 
 
 @dataclass
@@ -73,17 +85,44 @@ def _files_module() -> ModuleType | None:
     return _files if hasattr(_files, "scan") else None
 
 
-def decode(raw: bytes) -> tuple[str, bool]:
-    """(text, had_bom); raises ValueError with a one-line reason for binary / non-UTF-8."""
-    if b"\0" in raw[:8192]:
+def decode(raw: bytes, python: bool = False) -> tuple[str, str]:
+    """(text, the encoding to write it back in); raises ValueError with a one-line reason.
+
+    Python source is read as Python reads it: any NUL is an error (the interpreter refuses
+    such a file), and a PEP 263 coding declaration names the encoding.  Other files are
+    UTF-8, binary when a NUL shows in their first 8 KB."""
+    if python:
+        nul = raw.find(b"\0")
+        if nul >= 0:
+            raise ValueError(f"contains a NUL byte (offset {nul}), which Python refuses to compile; left alone")
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        except SyntaxError as exc:  # an unknown codec, a declaration against a BOM, or not UTF-8
+            if "missing" not in exc.msg:
+                raise ValueError(f"bad coding declaration: {exc.msg}; left alone") from None
+            encoding = "utf-8"  # no declaration: the decode below names the byte
+    elif b"\0" in raw[:8192]:
         raise ValueError("binary file (contains NUL bytes); left alone")
+    else:
+        encoding = "utf-8-sig" if raw.startswith(codecs.BOM_UTF8) else "utf-8"
     try:
-        text = raw.decode("utf-8")
+        return raw.decode(encoding), encoding
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 (byte {exc.start}); re-encode it as UTF-8 to migrate it") from None
-    if text.startswith(_BOM):
-        return text[1:], True
-    return text, False
+        if encoding.startswith("utf-8"):
+            raise ValueError(f"not UTF-8 (byte {exc.start}); re-encode it as UTF-8 to migrate it") from None
+        raise ValueError(f"not {encoding} as its coding declaration says (byte {exc.start}); left alone") from None
+
+
+def _is_python(path: str) -> bool:
+    return path.endswith((".py", ".pyw"))
+
+
+def _needs_parse(text: str, options: Options) -> bool:
+    """Does some selected rule's text test match (so that the codemod parses ``text``)?"""
+    from ._model import is_selected
+    from ._python._engine import _prechecked, python_codes
+
+    return bool(_prechecked(text, {c for c in python_codes() if is_selected(c, options)}))
 
 
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
@@ -111,10 +150,32 @@ _writing = False
 _dying = False
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+class Changed(OSError):
+    """The file is no longer what was read: someone edited it while the run was going."""
+
+
+def _unchanged(path: str, read: _Read) -> os.stat_result:
+    """The file's status now; raises :class:`Changed` unless its size, mtime and bytes are
+    still those that were read (an edit made meanwhile would be lost by the rewrite)."""
+    st = os.stat(path)
+    was = read.stat
+    if (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns) != (was.st_ino, was.st_dev, was.st_size, was.st_mtime_ns):
+        raise Changed(_CHANGED)
+    with open(path, "rb") as fh:
+        if hashlib.sha256(fh.read()).digest() != read.digest:
+            raise Changed(_CHANGED)
+    return st
+
+
+_CHANGED = "changed on disk after ncclx read it (an edit meanwhile?); left alone, run again"
+
+
+def _write_atomic(path: str, data: bytes, read: _Read | None = None) -> None:
     """Write ``data`` to a temporary file beside ``path``, then put it in place: by rename,
-    or, for a file with several hard links, by copying the verified text into the file
-    itself so that every name sees it (a rename would leave the other names on the old text)."""
+    or, for a file with several hard links or whose owner a rename would not keep, by
+    copying the verified text into the file itself so that every name sees it.  Owner,
+    group and mode are kept (as ``cp -p`` does).  With ``read``, a file that changed since
+    it was read is left alone (:class:`Changed`)."""
     global _writing
     path = os.path.realpath(path)  # through a symlink: replacing the link would break it
     st = os.stat(path)
@@ -125,8 +186,17 @@ def _write_atomic(path: str, data: bytes) -> None:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.chmod(tmp, st.st_mode & 0o7777)
-            if st.st_nlink > 1:
+                fh.flush()
+                in_place = st.st_nlink > 1
+                if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                    try:
+                        os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+                    except PermissionError:  # not root: only a rewrite of the file keeps its owner
+                        in_place = True
+                os.fchmod(fh.fileno(), st.st_mode & 0o7777)  # after chown, which drops set-id bits
+            if read is not None:
+                st = _unchanged(path, read)
+            if in_place:
                 with open(tmp, "rb") as fh:
                     if fh.read() != data:
                         raise OSError(f"the temporary copy {tmp} does not read back; nothing written")
@@ -158,7 +228,15 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a de
           stat.S_IFBLK: "a device", stat.S_IFDIR: "a directory"}
 
 
-def _read(path: str, mode: Mode) -> bytes | Outcome:
+@dataclass(frozen=True)
+class _Read:
+    """What was read: the bytes' digest and the file's status then (see :func:`_unchanged`)."""
+
+    stat: os.stat_result
+    digest: bytes
+
+
+def _read_file(path: str, mode: Mode) -> tuple[bytes, _Read] | Outcome:
     """The file's bytes, or the Outcome that says why it was not read.  Opened without
     blocking and checked after opening, so a FIFO (even one swapped in) never hangs us."""
     try:
@@ -177,44 +255,65 @@ def _read(path: str, mode: Mode) -> bytes | Outcome:
                 return Outcome(FileResult(path), scanned=False)
             why = (f"{st.st_size / 2**20:.1f} MB is over the size limit of {mode.max_bytes / 2**20:g} MB; "
                    "raise it with --max-file-size MB")
-            if path.endswith((".py", ".pyw")):
-                return Outcome(FileResult(path, error=f"not parsed: {why} (parsing needs ~250x the size in memory)"))
+            if _is_python(path):
+                return Outcome(FileResult(path, error=f"not parsed: {why} (parsing needs ~{_PARSE_RATIO}x the size in memory)"))
             return Outcome(FileResult(path), scanned=False, skipped=why)
         try:
-            return fh.read()
+            raw = fh.read()
         except OSError as exc:
             return Outcome(FileResult(path, error=f"cannot read: {exc.strerror or exc}"))
+        return raw, _Read(st, hashlib.sha256(raw).digest())
+
+
+def _read(path: str, mode: Mode) -> bytes | None:
+    got = _read_file(path, mode)
+    return None if isinstance(got, Outcome) else got[0]
 
 
 def process_file(path: str, options: Options, mode: Mode) -> Outcome:
     """Read, scan, and (in write mode) rewrite one file.  Never raises."""
-    raw = _read(path, mode)
-    if isinstance(raw, Outcome):
-        return raw
+    got = _read_file(path, mode)
+    if isinstance(got, Outcome):
+        return got
+    raw, read = got
+    del got  # the text is what stays in memory from here on, not the bytes too
     try:
-        text, bom = decode(raw)
+        text, encoding = decode(raw, _is_python(path))
     except ValueError as exc:
         if _claims(path):
             return Outcome(FileResult(path, error=str(exc)))
         return Outcome(FileResult(path), scanned=False)
+    if _is_python(path) and len(raw) > mode.max_parse_bytes and _needs_parse(text, options):
+        return Outcome(FileResult(path, error=(
+            f"not parsed: {len(raw) / 2**20:.1f} MB of Python is over the parse limit of "
+            f"{mode.max_parse_bytes / 2**20:g} MB (parsing needs ~{_PARSE_RATIO}x the size in memory); "
+            "raise it with --max-file-size MB")))
+    del raw
     try:
         result = process_text(path, text, options)
     except Exception as exc:  # a scanner bug must not stop the run
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result, warnings=suppression_warnings(text))
+    out = Outcome(result, warnings=suppression_warnings(text), config=_config.drain())
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
         if mode.write:
             try:
-                _write_atomic(path, ((_BOM if bom else "") + result.new_text).encode("utf-8"))
+                _write_atomic(path, result.new_text.encode(encoding), read)
+            except UnicodeEncodeError as exc:
+                _unwritten(result, f"the fixed text has {exc.object[exc.start]!r}, which {encoding} "
+                                   "(its coding declaration) cannot hold; left alone")
             except OSError as exc:
-                result.error = f"cannot write: {exc.strerror or exc}"
-                for f in result.findings:
-                    f.applied = False
+                _unwritten(result, str(exc) if isinstance(exc, Changed) else f"cannot write: {exc.strerror or exc}")
     return out
+
+
+def _unwritten(result: FileResult, why: str) -> None:
+    result.error = why
+    for f in result.findings:
+        f.applied = False
 
 
 def suppression_warnings(text: str) -> list[str]:
@@ -233,14 +332,14 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> RunReport:
     files = list(paths)
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    jobs = worker_count(jobs, len(files))
     if len(files) > 1:
         from ._shared import shared_names
 
         # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!),
         # read as the scan reads it (regular files, within the size limit).
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, lambda f: raw if isinstance(raw := _read(f, mode), bytes) else None)
+        names = shared_names(candidates, lambda f: _read(f, mode))
         options = dataclasses.replace(options, shared_names=names)
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
@@ -253,6 +352,16 @@ def run(
         return report
     report.outcomes = _run_pool(files, worker, jobs, progress)
     return report
+
+
+# More workers than this only contend for the CPUs (and each holds a parse in memory).
+_JOBS_PER_CPU = 2
+
+
+def worker_count(asked: int | None, n_files: int) -> int:
+    """``--jobs``, capped by the files there are and a small multiple of the CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(asked or cpus, _JOBS_PER_CPU * cpus, n_files))
 
 
 _DIED = ("the worker process scanning it died (a crash in the parser, or killed, e.g. for memory); "
@@ -337,6 +446,7 @@ def _on_parent_death(signum: int, frame: object) -> None:
 def _init_worker(parent: int) -> None:
     """Pool workers must not outlive ``ncclx migrate`` (kill -9 of it leaves them orphaned)."""
     signal.signal(signal.SIGTERM, _on_parent_death)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops handing out files
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-import tomllib
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+
+from ._config import read_text, read_toml
 
 __all__ = ["DEFAULT_TARGET", "detect_target", "parse_target"]
 
@@ -40,10 +42,10 @@ def _floor(req_text: str) -> tuple[int, int] | None:
     return min(floors) if floors else None
 
 
+
 def _from_pyproject(path: Path) -> tuple[int, int] | None:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    data: dict[str, Any] | None = read_toml(path)
+    if data is None:
         return None
     project = data.get("project", {})
     reqs: list[str] = list(project.get("dependencies", []) or [])
@@ -64,11 +66,10 @@ def _from_pyproject(path: Path) -> tuple[int, int] | None:
 
 
 def _from_requirements(path: Path) -> tuple[int, int] | None:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+    text = read_text(path)
+    if text is None:
         return None
-    floors = [f for f in (_floor(line.split("#")[0].strip()) for line in lines) if f]
+    floors = [f for f in (_floor(line.split("#")[0].strip()) for line in text.splitlines()) if f]
     return min(floors) if floors else None
 
 

@@ -5,15 +5,18 @@ double-quoted values that may span several lines.  Fixes are whole-binding: a ne
 
 from __future__ import annotations
 
-import io
 import re
 
 from dotenv.parser import parse_stream
 
-from ._checks import Collector, EnvAssign
+from ..._envvars import ENV_VARS
+from ._checks import Collector, EnvAssign, mentions_backend
 from ._text import Edit, LineIndex, newline_of
 
 __all__ = ["scan_dotenv"]
+
+# The names a rule looks at: the deprecated ones and what replaces them.
+_NAMES = frozenset({v.name for v in ENV_VARS} | {v.replacement for v in ENV_VARS if v.replacement})
 
 # The start of a binding as python-dotenv reads it: export, the (maybe quoted) key, "=".
 _HEAD = re.compile(r"[ \t]*(export[ \t]+)?(['\"]?)([^=#\s'\"]+)\2[ \t]*=[ \t]*")
@@ -37,15 +40,28 @@ def _raw_value(rest: str) -> str:
     return (line[: m.start()] if m else line).rstrip()
 
 
+class _Stream:
+    """What parse_stream reads (all of it, once): the text itself, where io.StringIO would
+    hold a copy at 4 bytes a character, and read() a second one."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def read(self) -> str:
+        return self.text
+
+
 def scan_dotenv(text: str, sink: Collector) -> None:
     index = LineIndex(text)
     nl = newline_of(text)
     end = 0
-    for binding in parse_stream(io.StringIO(text)):
+    for binding in parse_stream(_Stream(text)):  # type: ignore[arg-type]
         chunk = binding.original.string
         start, end = end, end + len(chunk)
         if binding.key is None or binding.value is None or binding.error:
             continue  # a comment, a blank line, a line dotenv cannot read, or KEY without =
+        if binding.key not in _NAMES and not mentions_backend(binding.value):
+            continue  # no rule concerns it: not kept (a large file has millions of them)
         body = len(chunk) - len(chunk.lstrip("\r\n"))  # blank lines before it belong to it
         m = _HEAD.match(chunk, body)
         if m is None or m.group(3) != binding.key:

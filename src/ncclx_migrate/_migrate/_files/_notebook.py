@@ -16,12 +16,13 @@ restored byte for byte. A cell that still does not parse as Python is left alone
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
 from dataclasses import dataclass, field, replace
 
 from ..._envvars import ENV_VARS
-from .._lines import line_map
+from .._lines import line_map, line_map_edits
 from .._model import CellPosition, FileResult, Finding, Options
 from ._checks import Collector, EnvAssign
 from ._json_spans import JsonError, Node, parse
@@ -160,32 +161,56 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
         starts.append((line + 1, cell))
         line += 1 + text.count("\n")
     module = "".join(parts)
-    result = transform_source(module, path, options)
+    # Findings left after a fix point into the fixed module; they are moved back cell by cell
+    # below (a diff of the whole module would take quadratic time on a large notebook).
+    result = transform_source(module, path, replace(options, positions_as_given=False))
     if result.error is not None:
         return False
     new_parts: dict[int, list[str]] = {}
+    new_starts: list[tuple[int, _Cell]] = []
+    by_n = {c.n: c for c in cells}
     current: list[str] | None = None
-    for row in _lines(result.new_text if result.new_text is not None else module):
+    for row_no, row in enumerate(_lines(result.new_text if result.new_text is not None else module), 1):
         m = _CELL_MARK.match(row.rstrip("\r\n"))
         if m is not None:
             current = new_parts.setdefault(int(m.group(1)), [])
+            if int(m.group(1)) in by_n:
+                new_starts.append((row_no + 1, by_n[int(m.group(1))]))
         elif current is None:
             return False  # something was inserted above the first cell marker
         else:
             current.append(row)
     if sorted(new_parts) != sorted(c.n for c in cells):
         return False
+    new_py = {c.n: _rejoin(c, new_parts[c.n]) for c in cells}
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
+    back: dict[int, dict[int, int]] = {}  # per cell: its fixed lines to its lines as given
     for f in result.findings:
-        owner = max((s for s in starts if s[0] <= f.line), key=lambda s: s[0], default=starts[0])
+        moved = result.new_text is not None and not f.applied
+        owner = _owner(new_starts if moved else starts, f.line)
         f.line = max(1, f.line - owner[0] + 1)
-        by_cell[owner[1].n].append(f)
+        cell = owner[1]
+        if moved and new_py[cell.n] != cell.py_text:
+            if cell.n not in back:
+                back[cell.n] = line_map(cell.py_text, new_py[cell.n], back=True)
+            f.line = back[cell.n].get(f.line, f.line)
+        by_cell[cell.n].append(f)
     for cell in cells:
-        new_py = "".join(new_parts[cell.n])
-        if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
-            new_py = new_py[:-1]
-        _finish(cell, None if new_py == cell.py_text else new_py, by_cell[cell.n])
+        _finish(cell, None if new_py[cell.n] == cell.py_text else new_py[cell.n], by_cell[cell.n])
     return True
+
+
+def _rejoin(cell: _Cell, rows: list[str]) -> str:
+    new_py = "".join(rows)
+    if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
+        new_py = new_py[:-1]
+    return new_py
+
+
+def _owner(starts: list[tuple[int, _Cell]], line: int) -> tuple[int, _Cell]:
+    """The cell whose first line is the last at or before module line ``line``."""
+    k = bisect.bisect_right([s for s, _ in starts], line) - 1
+    return starts[max(k, 0)]
 
 
 def _parses(source: str) -> bool:
@@ -224,7 +249,7 @@ def _position(index: LineIndex, node: Node, line: int, col: int) -> tuple[int, i
 def _serialize(text: str, node: Node, new_source: str) -> str:
     """``new_source`` in the layout of the original ``source`` value."""
     original = text[node.start : node.end]
-    ascii_only = not any(ord(c) > 127 for c in text) and "\\u" in text
+    ascii_only = text.isascii() and "\\u" in text
     if not isinstance(node.value, str) and original.startswith("["):
         parts = [json.dumps(p, ensure_ascii=ascii_only) for p in _lines(new_source)]
         if "\n" not in original or not node.items:
@@ -300,7 +325,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
     new_text = apply_edits(text, edits) if edits else None
     if new_text is not None and new_text != text and move:
-        in_file = line_map(text, new_text)
+        in_file = line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
         for f in findings:
             if not f.applied:
                 f.line = in_file.get(f.line, f.line)
