@@ -61,7 +61,7 @@ class Unit:
 class Cast:
     node: Node  # the call or cast expression
     unit: Unit
-    fn: str  # dynamic_cast, static_pointer_cast, ... ("C-style" for (T*)x)
+    fn: str  # dynamic_cast, static_pointer_cast, ... ("C-style cast" for (T*)x)
     target: Node  # the type descriptor / template argument
     name: Node  # the class-name node in it
     kind: Kind
@@ -223,7 +223,7 @@ def _cast_parts(n: Node) -> tuple[str, Node] | None:
     """(cast function, target type node) when ``n`` is a cast expression."""
     if n.type == "cast_expression":
         target = n.child_by_field_name("type")
-        return ("C-style", target) if target is not None else None
+        return ("C-style cast", target) if target is not None else None
     if n.type != "call_expression":
         return None
     fn = n.child_by_field_name("function")

@@ -115,7 +115,7 @@ def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
 
 
 def _declarator_name(d: Node | None) -> str:
-    while d is not None and d.type != "identifier":
+    while d is not None and d.type not in ("identifier", "field_identifier"):
         d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
     return text_of(d)
 
@@ -174,9 +174,8 @@ def _name_compares(scan: Scan) -> Iterator[Hit]:
         x = text_of(other)
         joined = f'{x} == "nccl" || {x} == "nccl2"' if op == "==" else f'{x} != "nccl" && {x} != "nccl2"'
         parent = n.parent
-        bare = parent is not None and (parent.type in ("condition_clause", "parenthesized_expression")
-                                       or (parent.type == "argument_list" and parent.parent is not None
-                                           and parent.parent.type == "call_expression"))
+        bare = parent is not None and parent.type in ("condition_clause", "parenthesized_expression",
+                                                      "argument_list", "return_statement", "init_declarator")
         new = joined if bare else f"({joined})"
         hit = Hit(n.start_byte, "NCX304", 'backend name compared with "nccl": nccl2 answers "nccl2"',
                   detail=(f'Under torch 2.15 getBackendName() of the default NCCL backend is "nccl2". Replace '
