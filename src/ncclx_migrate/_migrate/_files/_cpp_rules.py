@@ -29,9 +29,10 @@ def find_error(scan: Scan) -> str | None:
     while stack:
         n = stack.pop()
         if n.type == "ERROR" or n.is_missing:
-            chunk = scan.parsed[n.start_byte:n.end_byte]
+            around = _statement(n) if n.is_missing else n  # a missing token: the statement it breaks
+            chunk = scan.parsed[around.start_byte:around.end_byte]
             for m in _WATCHED.finditer(chunk):
-                if not _in_comment(scan.root, n.start_byte + m.start()):
+                if not _in_comment(scan.root, around.start_byte + m.start()):
                     row, col = n.start_point.row + 1, n.start_point.column + 1
                     return (f"cannot parse C++ at line {row}, column {col} (tree-sitter's C++ grammar): "
                             "fix the syntax there, or --exclude the file")
@@ -39,6 +40,13 @@ def find_error(scan: Scan) -> str | None:
         if n.has_error:
             stack.extend(n.children)
     return None
+
+
+def _statement(n: Node) -> Node:
+    p = n
+    while p.parent is not None and not p.type.endswith(("statement", "declaration", "definition")):
+        p = p.parent
+    return p
 
 
 def _in_comment(root: Node, byte: int) -> bool:
