@@ -4,7 +4,6 @@ uses, grammar gaps) and the real CLI over a folder of extension sources."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
