@@ -21,7 +21,7 @@ from tree_sitter import Node
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from ._cpp_members import LEGACY_ONLY
 from ._cpp_names import Kind, Resolver, text_of
-from ._cpp_parse import Source, comments, parse_bytes, parse_snippet, walk
+from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
 from ._text import Edit, LineIndex, apply_edits
 
 __all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "may_match",
@@ -89,7 +89,12 @@ class Scan:
         self.src = Source(text, text.encode("utf-8"))
         tree, self.parsed = parse_bytes(path, self.src.data)
         self.root = tree.root_node
-        self.resolver = Resolver(self.root)
+        self.cuda = is_cuda(path)
+        self.nodes = index(tree, self.cuda)
+        self.resolver = Resolver(sorted(
+            (n for t in ("namespace_definition", "using_declaration", "alias_declaration", "type_definition",
+                         "class_specifier", "struct_specifier") for n in self.nodes[t]),
+            key=lambda n: n.start_byte))
         self.main = Unit(self.root, 0)
         self.units = [self.main, *self._macro_units()]
         self.casts = [c for u in self.units for c in self._casts(u)]
@@ -97,9 +102,7 @@ class Scan:
 
     # --- structure ---
     def _macro_units(self) -> Iterator[Unit]:
-        for n in walk(self.root):
-            if n.type not in ("preproc_def", "preproc_function_def"):
-                continue
+        for n in self.nodes["preproc_def"] + self.nodes["preproc_function_def"]:
             value = n.child_by_field_name("value")
             if value is None or value.text is None or not may_match(value.text.decode("utf-8", "replace")):
                 continue
@@ -108,7 +111,9 @@ class Scan:
             yield Unit(tree.root_node, value.start_byte - len(_MACRO_PREFIX), macro=n)
 
     def _casts(self, unit: Unit) -> Iterator[Cast]:
-        for n in walk(unit.root):
+        candidates = self.nodes["call_expression"] + self.nodes["cast_expression"] if unit.macro is None \
+            else walk(unit.root)
+        for n in candidates:
             if n.type == "ERROR" and unit.macro is not None:
                 continue
             found = _cast_parts(n)
@@ -130,12 +135,13 @@ class Scan:
               for c in self.casts if c.kind is Kind.NCCL2]
         nccl2_macros = {text_of(c.unit.macro.child_by_field_name("name"))
                         for c in self.casts if c.kind is Kind.NCCL2 and c.unit.macro is not None}
-        for n in walk(self.root):
-            if n.type == "qualified_identifier" and text_of(n.child_by_field_name("scope")) == "ncclx" \
-                    and text_of(n.child_by_field_name("name")) in _SHIM_CALLS:
-                at.append(n.start_byte)
-            elif n.type == "identifier" and text_of(n) in nccl2_macros:
-                at.append(n.start_byte)
+        for call in self.nodes["call_expression"]:
+            fn = call.child_by_field_name("function")
+            if fn is not None and fn.type == "qualified_identifier" and text_of(fn.child_by_field_name("scope")) == "ncclx" \
+                    and text_of(fn.child_by_field_name("name")) in _SHIM_CALLS:
+                at.append(call.start_byte)
+        for name in nccl2_macros:
+            at += [n.start_byte for n in named(self.root, self.cuda, name)]
         return at
 
     def context(self, n: Node, unit: Unit) -> tuple[int, int]:
@@ -153,7 +159,7 @@ class Scan:
             return False
         # A macro is fine where every use of it is in a function that handles nccl2.
         name = text_of(unit.macro.child_by_field_name("name"))
-        uses = [u for u in walk(self.root) if u.type == "identifier" and text_of(u) == name]
+        uses = named(self.root, self.cuda, name)
         return bool(uses) and all(self.handles_nccl2(u, self.main) for u in uses)
 
     def at(self, n: Node, unit: Unit) -> int:
@@ -161,6 +167,8 @@ class Scan:
 
     # --- results ---
     def result(self, hits: list[Hit]) -> FileResult:
+        if not hits:
+            return FileResult(self.path)
         index = LineIndex(self.src.text)
         quiet = self._suppressions()
         findings: list[Finding] = []
@@ -191,7 +199,7 @@ class Scan:
 
     def _suppressions(self) -> dict[int, frozenset[str]]:
         out: dict[int, frozenset[str]] = {}
-        for c in comments(self.root):
+        for c in self.nodes["comment"]:
             for m in _SUPPRESS.finditer(text_of(c)):
                 line = c.start_point.row + 1
                 codes = frozenset({"*"}) if m.group(1) is None else \
@@ -202,7 +210,7 @@ class Scan:
     def include_edit(self, block: str) -> Edit | None:
         """``block`` (an include, maybe guarded) after the file's includes, unless present."""
         header = re.search(r"#include\s*(<[^>]+>)", block)
-        includes = [n for n in walk(self.root) if n.type == "preproc_include"]
+        includes = self.nodes["preproc_include"]
         if header and any(text_of(n.child_by_field_name("path")) == header.group(1) for n in includes):
             return None
         nl = "\r\n" if "\r\n" in self.src.text else "\n"

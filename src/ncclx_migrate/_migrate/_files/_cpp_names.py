@@ -11,11 +11,9 @@ never the legacy one.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tree_sitter import Node
-
-from ._cpp_parse import walk
 
 __all__ = ["Kind", "Resolver", "text_of"]
 
@@ -59,14 +57,15 @@ class _Decl:
     namespace: tuple[str, ...] = ()  # a using-directive's namespace
 
 
-@dataclass
 class Resolver:
-    root: Node
-    decls: list[_Decl] = field(default_factory=list)
-    namespaces: list[tuple[int, int, tuple[str, ...]]] = field(default_factory=list)
+    """Built from the file's declaration nodes (namespaces, usings, aliases, classes) in
+    document order; only names that can lead to the NCCL classes are resolved."""
 
-    def __post_init__(self) -> None:
-        for n in walk(self.root):
+    def __init__(self, nodes: list[Node]) -> None:
+        self.decls: list[_Decl] = []
+        self.namespaces: list[tuple[int, int, tuple[str, ...]]] = []
+        self._names = {"ProcessGroupNCCL"}  # spellings that may name one of the classes
+        for n in nodes:
             t = n.type
             if t == "namespace_definition":
                 name = text_of(n.child_by_field_name("name"))
@@ -75,23 +74,28 @@ class Resolver:
                     self.namespaces.append((body.start_byte, body.end_byte, _parts(name)[1]))
             elif t == "using_declaration":
                 self._using(n)
-            elif t == "alias_declaration":
+            elif t in ("alias_declaration", "type_definition"):
                 target = n.child_by_field_name("type")
-                kind = self.kind_of_type(target) if target is not None else None
-                self._add(n, text_of(n.child_by_field_name("name")), kind)
-            elif t == "type_definition":
-                target = n.child_by_field_name("type")
-                kind = self.kind_of_type(target) if target is not None else None
-                for d in n.children_by_field_name("declarator"):
+                if target is None or not self._may_name(target):
+                    continue
+                kind = self.kind_of_type(target)
+                if t == "alias_declaration":
+                    self._add(n, text_of(n.child_by_field_name("name")), kind)
+                for d in n.children_by_field_name("declarator") if t == "type_definition" else ():
                     if d.type == "type_identifier":
                         self._add(n, text_of(d), kind)
-            elif t in ("class_specifier", "struct_specifier") and n.child_by_field_name("body") is not None:
+            elif n.child_by_field_name("body") is not None:  # class / struct with a body
                 name = text_of(n.child_by_field_name("name"))
                 if name and "::" not in name:
-                    bases = [c for c in n.children if c.type == "base_class_clause"]
-                    derived = any(self.kind_of_type(b) is Kind.LEGACY for clause in bases
-                                  for b in clause.named_children if b.type in _NAME_TYPES)
-                    self._add(n, name, Kind.LEGACY_SUB if derived else Kind.OTHER, at=n.start_byte)
+                    bases = [b for c in n.children if c.type == "base_class_clause"
+                             for b in c.named_children if b.type in _NAME_TYPES]
+                    derived = any(self._may_name(b) and self.kind_of_type(b) is Kind.LEGACY for b in bases)
+                    if derived or name in self._names:
+                        self._add(n, name, Kind.LEGACY_SUB if derived else Kind.OTHER, at=n.start_byte)
+
+    def _may_name(self, n: Node) -> bool:
+        t = text_of(n)
+        return any(name in t for name in self._names)
 
     def _scope_of(self, n: Node) -> tuple[int, int]:
         p = n.parent
@@ -102,6 +106,7 @@ class Resolver:
 
     def _add(self, n: Node, name: str, kind: Kind | None, at: int | None = None) -> None:
         if name and kind is not None:
+            self._names.add(name)
             self.decls.append(_Decl(n.end_byte if at is None else at, self._scope_of(n), name, kind))
 
     def _using(self, n: Node) -> None:
@@ -110,6 +115,8 @@ class Resolver:
             return
         if any(c.type == "namespace" for c in n.children):
             self.decls.append(_Decl(n.end_byte, self._scope_of(n), namespace=self._qualify(n, text_of(target))))
+            return
+        if not self._may_name(target):
             return
         kind = self.kind_of_name(text_of(target), n.start_byte)
         self._add(n, _parts(text_of(target))[1][-1], kind)

@@ -16,22 +16,28 @@ from ._text import Edit
 
 __all__ = ["find_error", "hits"]
 
-_WATCHED = re.compile(rb"ProcessGroupNCCL|\"nccl\"")
+# What a rule would report, as text: a cast to the class, a base class, a compare with "nccl".
+_REPORTABLE = re.compile(
+    rb"_cast\s*<[^;{}]*?ProcessGroupNCCL"
+    rb"|\(\s*(?:const\s+)?[\w:]*ProcessGroupNCCL\s*[*&]\s*\)"
+    rb"|\b(?:public|protected|private)\s+(?:virtual\s+)?[\w:]*ProcessGroupNCCL\b"
+    rb"|getBackendName\(\)\s*[=!]=\s*\"nccl\"|\"nccl\"\s*[=!]=[^;]*getBackendName\(")
 _PY_BIND = ("def", "def_static", "impl")
 _NAME_CALLS = frozenset({"getBackendName", "getBackend", "get", "name", "backend"})
 _GUARDED_CAST = "dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>"
 
 
 def find_error(scan: Scan) -> str | None:
-    """A one-line error when the grammar could not read a region holding a watched name
-    (an unreadable region elsewhere, e.g. an odd macro, costs nothing)."""
+    """A one-line error when the grammar could not read a region holding what a rule would
+    report (a cast to the class, a base class, a compare with "nccl"); an unreadable region
+    elsewhere (an attribute macro, a kernel launch in a .cpp file) costs nothing."""
     stack = [scan.root]
     while stack:
         n = stack.pop()
         if n.type == "ERROR" or n.is_missing:
             around = _statement(n) if n.is_missing else n  # a missing token: the statement it breaks
             chunk = scan.parsed[around.start_byte:around.end_byte]
-            for m in _WATCHED.finditer(chunk):
+            for m in _REPORTABLE.finditer(chunk):
                 if not _in_comment(scan.root, around.start_byte + m.start()):
                     row, col = n.start_point.row + 1, n.start_point.column + 1
                     return (f"cannot parse C++ at line {row}, column {col} (tree-sitter's C++ grammar): "
@@ -131,9 +137,7 @@ def _declarator_name(d: Node | None) -> str:
 def _members(scan: Scan) -> Iterator[Hit]:
     cast_at = {c.node.id for c in scan.casts if c.unit is scan.main and c.kind is Kind.LEGACY}
     fns: dict[int, dict[str, int]] = {}
-    for n in walk(scan.root):
-        if n.type != "field_expression":
-            continue
+    for n in scan.nodes["field_expression"]:
         member = text_of(n.child_by_field_name("field"))
         if member not in LEGACY_ONLY:
             continue
@@ -167,9 +171,7 @@ def _function(n: Node) -> Node | None:
 
 # --- NCX304: backend name compared with "nccl" ---
 def _name_compares(scan: Scan) -> Iterator[Hit]:
-    for n in walk(scan.root):
-        if n.type != "binary_expression":
-            continue
+    for n in scan.nodes["binary_expression"]:
         op = text_of(n.child_by_field_name("operator"))
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         if op not in ("==", "!=") or left is None or right is None:
@@ -204,19 +206,49 @@ def _is_str(n: Node, value: str) -> bool:
 
 
 def _names_backend(scan: Scan, n: Node) -> bool:
-    """Is ``n`` a backend name: ``x->getBackendName()``, or a variable named or set so?"""
-    t = text_of(n)
-    if "getBackendName" in t:
-        return True
-    if n.type == "identifier":
-        if "backend" in t.lower():
-            return True
+    """Is ``n`` a backend's name: ``b->getBackendName()`` on a c10d::Backend, or a variable
+    of the function set from one?  A c10d::ProcessGroup answers "nccl" for the default
+    "nccl" under nccl2 too, so its getBackendName() is not one."""
+    call = _name_call(n)
+    if call is None and n.type == "identifier":
         fn = _function(n)
         for d in walk(fn) if fn is not None else ():
-            if d.type == "init_declarator" and _declarator_name(d) == t and \
-                    "getBackendName" in text_of(d.child_by_field_name("value")):
-                return True
-    return False
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None and _declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
+                call = _name_call(value)
+    if call is None:
+        return False
+    fn = call.child_by_field_name("function")
+    receiver = fn.child_by_field_name("argument") if fn is not None else None
+    return receiver is None or not _is_process_group(scan, receiver)
+
+
+def _name_call(n: Node) -> Node | None:
+    """``n`` itself when it is a ``x->getBackendName()`` / ``x.getBackendName()`` call."""
+    fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+    if fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) == "getBackendName":
+        return n
+    return None
+
+
+_PG_TYPE = re.compile(r"\bProcessGroup\b")
+
+
+def _is_process_group(scan: Scan, receiver: Node) -> bool:
+    """Is the receiver a c10d::ProcessGroup (by its declared type, else by its name)?"""
+    if receiver.type == "call_expression":
+        return False  # pg->getBackend(...) and the like return a Backend
+    name = receiver.child_by_field_name("field") if receiver.type == "field_expression" else receiver
+    spelled = text_of(name)
+    for d in scan.nodes["function_definition"]:
+        if not d.start_byte <= receiver.start_byte < d.end_byte:
+            continue
+        for decl in walk(d):
+            if decl.type in ("parameter_declaration", "declaration") and any(
+                    _declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
+                return bool(_PG_TYPE.search(text_of(decl.child_by_field_name("type"))))
+    low = spelled.lower()
+    return "backend" not in low and ("process_group" in low or "processgroup" in low or low.rstrip("_") in ("pg", "group"))
 
 
 def _compares_nccl2(n: Node, operand: str) -> bool:
@@ -251,14 +283,11 @@ def _bindings(scan: Scan) -> Iterator[Hit]:
     if not re.search(r"PYBIND11_MODULE|pybind11|py::|TORCH_LIBRARY", scan.src.text):
         return
     defs: dict[str, list[Node]] = {}
-    for n in walk(scan.root):
-        if n.type == "function_definition":
-            name = _declarator_name(n.child_by_field_name("declarator"))
-            defs.setdefault(name, []).append(n)
+    for n in scan.nodes["function_definition"]:
+        name = _declarator_name(n.child_by_field_name("declarator"))
+        defs.setdefault(name, []).append(n)
     seen: set[int] = set()
-    for n in walk(scan.root):
-        if n.type != "call_expression":
-            continue
+    for n in scan.nodes["call_expression"]:
         fn = n.child_by_field_name("function")
         if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) not in _PY_BIND:
             continue
@@ -301,9 +330,7 @@ def _legacy_params(scan: Scan, params: Node | None, exposed: str, seen: set[int]
 
 # --- NCX306: subclasses ---
 def _subclasses(scan: Scan) -> Iterator[Hit]:
-    for n in walk(scan.root):
-        if n.type != "base_class_clause":
-            continue
+    for n in scan.nodes["base_class_clause"]:
         for b in n.named_children:
             if b.type in ("qualified_identifier", "type_identifier", "template_type") \
                     and scan.resolver.kind_of_type(b) is Kind.LEGACY:
