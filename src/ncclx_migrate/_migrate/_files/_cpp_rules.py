@@ -64,6 +64,8 @@ def hits(scan: Scan) -> Iterator[Hit]:
     for cast in scan.casts:
         if cast.kind is Kind.NCCL2 or scan.handles_nccl2(cast.node, cast.unit):
             continue
+        if not cast.checked and cast.unit is scan.main and _from_legacy(scan, cast):
+            continue  # legacy to its own subclass: the pointer is never nccl2's
         yield _cast_hit(scan, cast)
     yield from _members(scan)
     yield from _name_compares(scan)
@@ -121,11 +123,31 @@ def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
         typed = ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY
         for d in n.children_by_field_name("declarator"):
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            legacy = typed or (value is not None and value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY)
+            legacy = typed or (value is not None and (
+                (value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY) or _const_cast_to_legacy(scan, value)))
             name = _declarator_name(d)
             if legacy and name:
                 out[name] = n.start_byte
     return out
+
+
+def _const_cast_to_legacy(scan: Scan, n: Node) -> bool:
+    fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+    args = fn.child_by_field_name("arguments") if fn is not None and fn.type == "template_function" else None
+    return text_of(fn.child_by_field_name("name") if fn is not None else None) == "const_cast" and args is not None \
+        and bool(args.named_children) and scan.resolver.kind_of_type(args.named_children[0]) is Kind.LEGACY
+
+
+def _from_legacy(scan: Scan, cast: Cast) -> bool:
+    """Is the operand of ``cast`` already a pointer to the legacy class (a parameter or local
+    of that type, or a const_cast to it)?"""
+    operand = _operand(cast.node)
+    fn = _function(cast.node)
+    if operand is None or fn is None:
+        return False
+    if operand.type == "identifier":
+        return _legacy_vars(scan, fn).get(text_of(operand), 1 << 62) < operand.start_byte
+    return _const_cast_to_legacy(scan, operand)
 
 
 def _declarator_name(d: Node | None) -> str:
