@@ -24,8 +24,8 @@ from ._cpp_names import Kind, Resolver, text_of
 from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
 from ._text import Edit, LineIndex, apply_edits
 
-__all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "may_match",
-           "scan_cpp"]
+__all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "cast_operand",
+           "may_match", "scan_cpp"]
 
 CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_pointer_cast"})
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
@@ -245,6 +245,14 @@ def _cast_parts(n: Node) -> tuple[str, Node] | None:
     args = fn.child_by_field_name("arguments")
     first = args.named_children[0] if args is not None and args.named_children else None
     return (name, first) if first is not None else None
+
+
+def cast_operand(cast: Node) -> Node | None:
+    """What a cast converts (its one argument)."""
+    if cast.type == "cast_expression":
+        return cast.child_by_field_name("value")
+    args = cast.child_by_field_name("arguments")
+    return args.named_children[0] if args is not None and len(args.named_children) == 1 else None
 
 
 def _outer_function(n: Node) -> Node | None:

@@ -26,15 +26,15 @@ import re
 
 from tree_sitter import Node
 
-from ._cpp import NCCL2_HEADER, Cast, Scan
+from ._cpp import NCCL2_HEADER, Cast, Scan, cast_operand
 from ._cpp_names import Kind, text_of
 from ._cpp_parse import walk
 from ._text import Edit
 
-__all__ = ["idiom_fix"]
+__all__ = ["idiom_fix", "pure"]
 
 _CHECKS = frozenset({"TORCH_CHECK", "TORCH_INTERNAL_ASSERT", "CHECK", "assert", "AT_ASSERT", "TORCH_CHECK_VALUE"})
-_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend"})
+_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
 _NCCL2 = "c10d::nccl2::ProcessGroupNCCL"
 GUARDED_INCLUDE = (f"#if __has_include(<{NCCL2_HEADER}>)\n#include <{NCCL2_HEADER}>\n#endif\n")
 SHIM_INCLUDE = "#include <ncclx/compat.h>\n"
@@ -49,8 +49,8 @@ def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
             or decl.parent.type != "compound_statement" or len(decl.children_by_field_name("declarator")) != 1:
         return None
     var_node = _name_node(init.child_by_field_name("declarator"))
-    operand = _operand(cast.node)
-    if var_node is None or operand is None or not _pure(operand) or not _own_lines(scan, decl):
+    operand = cast_operand(cast.node)
+    if var_node is None or operand is None or not pure(operand) or not _own_lines(scan, decl):
         return None
     var = text_of(var_node)
     checks: list[tuple[Node, bool]] = []
@@ -129,23 +129,19 @@ def _name_node(d: Node | None) -> Node | None:
     return d if d is not None and d.type == "identifier" else None
 
 
-def _operand(cast: Node) -> Node | None:
-    args = cast.child_by_field_name("arguments")
-    return args.named_children[0] if args is not None and len(args.named_children) == 1 else None
-
-
-def _pure(n: Node) -> bool:
-    """Cheap and free of side effects, so that it may be evaluated twice."""
+def pure(n: Node) -> bool:
+    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
+    ``this`` and calls of the getters that reach a backend or its name."""
     if n.type in ("identifier", "qualified_identifier", "this"):
         return True
     if n.type == "field_expression":
         arg = n.child_by_field_name("argument")
-        return arg is not None and _pure(arg)
+        return arg is not None and pure(arg)
     if n.type == "call_expression":
         fn = n.child_by_field_name("function")
         args = n.child_by_field_name("arguments")
         return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
-                and _pure(fn) and args is not None
+                and pure(fn) and args is not None
                 and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
     return False
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from .._model import FixKind
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan
-from ._cpp_fix import idiom_fix
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand
+from ._cpp_fix import idiom_fix, pure
 from ._cpp_names import Kind, text_of
 from ._cpp_parse import walk
 from ._text import Edit
@@ -23,7 +23,6 @@ _REPORTABLE = re.compile(
     rb"|\b(?:public|protected|private)\s+(?:virtual\s+)?[\w:]*ProcessGroupNCCL\b"
     rb"|getBackendName\(\)\s*[=!]=\s*\"nccl\"|\"nccl\"\s*[=!]=[^;]*getBackendName\(")
 _PY_BIND = ("def", "def_static", "impl")
-_NAME_CALLS = frozenset({"getBackendName", "getBackend", "get", "name", "backend"})
 _GUARDED_CAST = "dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>"
 
 
@@ -79,7 +78,7 @@ def _cls(cast: Cast) -> str:
 
 def _cast_hit(scan: Scan, cast: Cast) -> Hit:
     start = cast.unit.start(cast.node)
-    operand = _operand(cast.node)
+    operand = cast_operand(cast.node)
     arg = text_of(operand) if operand is not None else "backend"
     shim = f"`ncclx::comm_ptr({arg})` / `ncclx::is_nccl({arg})` from <ncclx/compat.h>"
     if cast.checked:
@@ -98,13 +97,6 @@ def _cast_hit(scan: Scan, cast: Cast) -> Hit:
                        f"unchecked cast is undefined behaviour. Replace it with {shim}, or with "
                        f"`{_GUARDED_CAST}({arg})` next to a dynamic_cast to the legacy class, under "
                        f"`#if __has_include(<{NCCL2_HEADER}>)`."))
-
-
-def _operand(cast: Node) -> Node | None:
-    if cast.type == "cast_expression":
-        return cast.child_by_field_name("value")
-    args = cast.child_by_field_name("arguments")
-    return args.named_children[0] if args is not None and len(args.named_children) == 1 else None
 
 
 def _short(name: str, width: int = 20) -> str:
@@ -141,7 +133,7 @@ def _const_cast_to_legacy(scan: Scan, n: Node) -> bool:
 def _from_legacy(scan: Scan, cast: Cast) -> bool:
     """Is the operand of ``cast`` already a pointer to the legacy class (a parameter or local
     of that type, or a const_cast to it)?"""
-    operand = _operand(cast.node)
+    operand = cast_operand(cast.node)
     fn = _function(cast.node)
     if operand is None or fn is None:
         return False
@@ -213,7 +205,7 @@ def _name_compares(scan: Scan) -> Iterator[Hit]:
                   detail=(f'Under torch 2.15 getBackendName() of the default NCCL backend is "nccl2". Replace '
                           f"`{text_of(n)}` with `{new}` (and check what the branch does with the backend: "
                           "a cast to the legacy class there fails under nccl2)."))
-        if _pure(other):
+        if pure(other):
             hit.fix = FixKind.UNSAFE
             hit.edits = [scan_edit(scan, n, new)]
         yield hit
@@ -285,19 +277,6 @@ def _compares_nccl2(n: Node, operand: str) -> bool:
                 and any(text_of(c) == operand for c in m.named_children):
             return True
     return False
-
-
-def _pure(n: Node) -> bool:
-    """Safe to repeat: names, members and calls of known getters only."""
-    for m in walk(n):
-        if m.type == "call_expression":
-            fn = m.child_by_field_name("function")
-            name = text_of(fn.child_by_field_name("field") if fn is not None and fn.type == "field_expression" else fn)
-            if name.rsplit("::", 1)[-1] not in _NAME_CALLS:
-                return False
-        elif m.type in ("assignment_expression", "update_expression"):
-            return False
-    return True
 
 
 # --- NCX305: bindings ---
