@@ -97,6 +97,17 @@ def test_user_class_of_the_same_name_is_not_the_legacy_class() -> None:
     assert _findings("x.cpp", src) == []
 
 
+def test_torch_library_impl_with_a_legacy_parameter() -> None:
+    src = (
+        "at::Tensor sync(const at::Tensor& t, const c10::intrusive_ptr<c10d::ProcessGroupNCCL>& pg) { return t; }\n"
+        "TORCH_LIBRARY(myops, m) {\n"
+        '  m.def("sync(Tensor t, __torch__.torch.classes.c10d.ProcessGroup pg) -> Tensor");\n'
+        '  m.impl("sync", &sync);\n'
+        "}\n"
+    )
+    assert _findings("ops.cpp", src) == [(1, "NCX305")]
+
+
 def test_fix_never_reuses_a_taken_name() -> None:
     src = read(CPP / "idiom_raw.in.cpp").replace("int64_t comm_ptr", "int nccl_pg_nccl2 = 0;\n  int64_t comm_ptr")
     result = scan("x.cpp", src, Options(apply_unsafe=True))
