@@ -125,7 +125,7 @@ class Scan:
                 continue
             kind = self.resolver.kind_of_name(text_of(core), unit.start(core) if unit.macro is None
                                               else unit.macro.start_byte)
-            if kind in (Kind.LEGACY, Kind.LEGACY_SUB, Kind.NCCL2) and not _in_error(n, unit):
+            if kind in (Kind.LEGACY, Kind.LEGACY_SUB, Kind.NCCL2) and not _in_error(n):
                 yield Cast(n, unit, fn, target, core, kind)
 
     def _nccl2_evidence(self) -> list[int]:
@@ -161,9 +161,6 @@ class Scan:
         name = text_of(unit.macro.child_by_field_name("name"))
         uses = named(self.root, self.cuda, name)
         return bool(uses) and all(self.handles_nccl2(u, self.main) for u in uses)
-
-    def at(self, n: Node, unit: Unit) -> int:
-        return unit.start(n)
 
     # --- results ---
     def result(self, hits: list[Hit]) -> FileResult:
@@ -266,7 +263,7 @@ def _outer_function(n: Node) -> Node | None:
     return found
 
 
-def _in_error(n: Node, unit: Unit) -> bool:
+def _in_error(n: Node) -> bool:
     p: Node | None = n
     while p is not None:
         if p.type == "ERROR":
