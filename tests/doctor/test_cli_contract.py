@@ -16,9 +16,9 @@ from tests.conftest import ncclx_exe, on_a_terminal
 from .conftest import check, doctor, doctor_json
 
 IDS = ["torch-version", "nccl-resolution", "legacy-toggle", "default-timeout", "nccl-version",
-       "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "gpu-binding", "probe",
-       "cluster-consistency"]
-STATIC_IDS = IDS[:10]
+       "rccl-version", "fast-reconfigure", "flight-recorder", "env-vars", "compiled-extensions",
+       "gpu-binding", "probe", "cluster-consistency"]
+STATIC_IDS = IDS[:11]
 
 
 def test_json_is_exactly_the_schema() -> None:

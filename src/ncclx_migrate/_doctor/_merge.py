@@ -36,6 +36,8 @@ FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
     ("dumps the flight recorder to", "dump the flight recorder to", "flight-recorder", "dump_prefix",
      Status.WARN),
     ("has NCCLX_HANG_DUMP =", "have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
+    ("has extensions built for legacy only:", "have extensions built for legacy only:", "compiled-extensions",
+     "legacy_only_packages", Status.WARN),
     ("sees GPUs:", "see GPUs:", "gpu-binding", "device_count", Status.WARN),
     ("has", "have", "env-vars", "nccl_env", Status.WARN),
     ("has", "have", "env-vars", "torch_env", Status.WARN),
