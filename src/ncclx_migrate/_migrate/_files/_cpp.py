@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
+from .._suppress import IGNORE
 from ._cpp_members import LEGACY_ONLY
 from ._cpp_names import Kind, Resolver, text_of
 from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
@@ -31,7 +32,7 @@ CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
                        "static_intrusive_pointer_cast", "reinterpret_intrusive_pointer_cast"})
 _SHIM_CALLS = frozenset({"comm_ptr", "is_nccl", "nccl_kind"})
-_SUPPRESS = re.compile(r"ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?")
+_SUPPRESS = re.compile(IGNORE)
 _MACRO_PREFIX = b"void __ncclx_macro_body__() {\n"
 _FUNCS = ("function_definition", "lambda_expression")
 NCCL2_HEADER = "torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp"
