@@ -26,7 +26,7 @@ import re
 
 from tree_sitter import Node
 
-from ._cpp import NCCL2_HEADER, Cast, Scan, cast_operand
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand
 from ._cpp_names import Kind, text_of
 from ._cpp_parse import walk
 from ._text import Edit
@@ -43,6 +43,9 @@ SHIM_INCLUDE = "#include <ncclx/compat.h>\n"
 def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
     """(edits, include block) for the idiom around ``cast``, or None when it is not one."""
     init = cast.node.parent
+    if init is not None and init.type == "declaration" and init.parent is not None \
+            and init.parent.type == "condition_clause" and init.child_by_field_name("value") == cast.node:
+        return _if_fix(scan, cast, init)
     decl = init.parent if init is not None else None
     if init is None or decl is None or init.type != "init_declarator" or decl.type != "declaration" \
             or init.child_by_field_name("value") != cast.node or decl.parent is None \
@@ -89,6 +92,51 @@ def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
         ternary = f"{var} ? {text_of(c)} : {_renamed(c, var, var2)}"
         edits.append(_edit(scan, c, ternary if _bare(c) else f"({ternary})"))
     return edits, GUARDED_INCLUDE
+
+
+def _if_fix(scan: Scan, cast: Cast, decl: Node) -> tuple[list[Edit], str] | None:
+    """``if (auto* pg = dynamic_cast<legacy*>(b)) { ... }`` with no ``else``, whose body uses
+    ``pg`` only for members nccl2's class declares too: the same ``if`` for nccl2's class
+    follows under ``__has_include`` (or, with --use-shim and only ``getCommPtr()``, the
+    condition becomes ``ncclx::is_nccl(b)``)."""
+    clause = decl.parent
+    stmt = clause.parent if clause is not None else None
+    operand = cast_operand(cast.node)
+    if stmt is None or stmt.type != "if_statement" or stmt.child_by_field_name("alternative") \
+            or operand is None or not pure(operand) or not _own_lines(scan, stmt):
+        return None
+    var_node = _name_node(decl.child_by_field_name("declarator"))
+    body = stmt.child_by_field_name("consequence")
+    if var_node is None or body is None:
+        return None
+    var = text_of(var_node)
+    uses = [n for n in walk(body) if n.type == "identifier" and text_of(n) == var]
+    members = [n.parent for n in uses]
+    if not uses or any(m is None or m.type != "field_expression" or m.child_by_field_name("argument") not in uses
+                       or text_of(m.child_by_field_name("field")) in LEGACY_ONLY for m in members):
+        return None
+    comms = [c for c in map(_comm_use, uses) if c is not None]
+    if scan.options.use_shim and len(comms) == len(uses):
+        arg = f"{text_of(operand)}.get()" if cast.fn == "dynamic_pointer_cast" else text_of(operand)
+        return ([_edit(scan, decl, f"ncclx::is_nccl({arg})")]
+                + [_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]), SHIM_INCLUDE
+    text = scan.src.text
+    start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
+    indent = text[text.rfind("\n", 0, start) + 1:start]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    nl = "\r\n" if text[:line_end].endswith("\r\n") else "\n"
+    swaps = [(n.start_byte, n.end_byte) for n in walk(decl)
+             if n.type in ("qualified_identifier", "type_identifier")
+             and (n.parent is None or n.parent.type != "qualified_identifier")
+             and scan.resolver.kind_of_name(text_of(n), n.start_byte) is Kind.LEGACY]
+    copy = text_of(stmt)
+    for s, e in sorted(swaps, reverse=True):
+        copy = copy[: s - stmt.start_byte] + _NCCL2 + copy[e - stmt.start_byte:]
+    block = f"#if __has_include(<{NCCL2_HEADER}>){nl}{indent}{copy}{nl}#endif{nl}"
+    if not text[:line_end].endswith("\n"):
+        block = nl + block.rstrip("\r\n")
+    return [Edit(line_end, line_end, block)], GUARDED_INCLUDE
 
 
 def _branch(scan: Scan, decl: Node, cast: Cast, var_node: Node, var2: str, smart: bool) -> Edit:
