@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_codes_unique_and_well_formed() -> None:
     codes = [r.code for r in RULES]
     assert len(codes) == len(set(codes))
-    assert all(re.fullmatch(r"NCX[12]\d\d", c) for c in codes)
+    assert all(re.fullmatch(r"NCX[123]\d\d", c) for c in codes)
 
 
 def test_every_rule_has_a_doc_with_why_fix_evidence() -> None:

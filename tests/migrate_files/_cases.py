@@ -4,7 +4,10 @@
 ``<case>.findings`` (``LINE:COL CODE FIX`` per finding, report mode; in a notebook
 ``LINE:COL cell N:LINE:COL CODE FIX``: the position in the file, then in the cell),
 ``<case>.out.<ext>`` (after safe fixes; absent = no change) and ``<case>.unsafe.<ext>``
-(after ``--unsafe-fixes``; absent = same as ``.out``).  ``python -m tests.migrate_files._cases``
+(after ``--unsafe-fixes``; absent = same as ``.out``); for C++ (``cpp/``) also
+``<case>.shim.<ext>`` (after ``--unsafe-fixes --use-shim``; absent = same as ``.unsafe``) and
+a first line ``// ncclx-test: no-compile: WHY`` or ``// ncclx-test: compile-2.15-only: WHY``
+for the g++ compile test (tests/cxx.py).  ``python -m tests.migrate_files._cases``
 rewrites the expectations from the current scanners: review the diff before committing.
 """
 
@@ -22,6 +25,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 REPORT = Options()
 SAFE = Options(apply_safe=True)
 UNSAFE = Options(apply_safe=True, apply_unsafe=True)
+SHIM = Options(apply_safe=True, apply_unsafe=True, use_shim=True)
+SHIM_KINDS = ("cpp",)  # kinds whose fixes --use-shim changes
 
 
 @dataclass
@@ -40,6 +45,10 @@ class Case:
         if kind == "findings":
             return self.input.with_name(f"{self.stem}.findings")
         return self.input.with_name(f"{self.stem}.{kind}.{self.ext}")
+
+    @property
+    def kind(self) -> str:
+        return self.input.parent.name
 
     @property
     def id(self) -> str:
@@ -77,7 +86,11 @@ def regenerate() -> None:
         case.sibling("findings").write_text(render_findings(run(case, text, REPORT)))
         safe = run(case, text, SAFE).new_text
         unsafe = run(case, text, UNSAFE).new_text
-        for kind, new in (("out", safe), ("unsafe", unsafe if unsafe != safe else None)):
+        variants = [("out", safe), ("unsafe", unsafe if unsafe != safe else None)]
+        if case.kind in SHIM_KINDS:
+            shim = run(case, text, SHIM).new_text
+            variants.append(("shim", shim if shim != (unsafe or safe) else None))
+        for kind, new in variants:
             path = case.sibling(kind)
             if new is None:
                 path.unlink(missing_ok=True)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from ._cases import REPORT, SAFE, UNSAFE, Case, cases, read, render_findings, run
+from ._cases import REPORT, SAFE, SHIM, SHIM_KINDS, UNSAFE, Case, cases, read, render_findings, run
 
 CASES = cases()
 IDS = [c.id for c in CASES]
@@ -21,6 +21,8 @@ def _expected(case: Case, kind: str, original: str) -> str:
         return read(path)
     if kind == "unsafe":
         return _expected(case, "out", original)
+    if kind == "shim":
+        return _expected(case, "unsafe", original)
     return original
 
 
@@ -46,6 +48,15 @@ def _check_valid(case: Case, text: str, original: str) -> None:
         except yaml.YAMLError:
             return  # a Helm template is not YAML before rendering; nothing to compare
         list(yaml.safe_load_all(text))
+    elif kind == "cpp":
+        # Still C++ the grammar reads: no new unreadable region (g++ itself: tests/cxx.py).
+        from ncclx_migrate._migrate._files._cpp_parse import parse_bytes
+
+        def errors(t: str) -> int:
+            tree, _ = parse_bytes(case.input.name, t.encode("utf-8"))
+            return sum(1 for n in _nodes(tree.root_node) if n.type == "ERROR" or n.is_missing)
+
+        assert errors(text) <= errors(original)
     elif kind == "notebook":
         # Still JSON, and nothing but code-cell sources changed (outputs, ids, metadata,
         # markdown cells, key order, indentation and the final newline are kept).
@@ -71,7 +82,8 @@ def test_case(case: Case, crlf: bool) -> None:
     assert report.new_text is None
     assert not any(f.applied for f in report.findings)
 
-    for options, kind in ((SAFE, "out"), (UNSAFE, "unsafe")):
+    runs = [(SAFE, "out"), (UNSAFE, "unsafe")] + ([(SHIM, "shim")] if case.kind in SHIM_KINDS else [])
+    for options, kind in runs:
         result = run(case, text, options)
         expected = conv(_expected(case, kind, read(case.input)))
         got = result.new_text if result.new_text is not None else text
@@ -93,4 +105,10 @@ def test_case(case: Case, crlf: bool) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp"} <= kinds
+
+
+def _nodes(node):  # type: ignore[no-untyped-def]
+    yield node
+    for c in node.children:
+        yield from _nodes(c)

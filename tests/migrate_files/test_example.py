@@ -18,6 +18,7 @@ EXPECTED = {
     "Dockerfile": {"NCX201", "NCX202", "NCX203"},
     ".env": {"NCX201", "NCX202", "NCX203"},
     "k8s/job.yaml": {"NCX201", "NCX202", "NCX203"},
+    "csrc/comm.cpp": {"NCX301"},
 }
 
 
@@ -29,7 +30,7 @@ def test_example_file_findings(name: str) -> None:
     assert {f.code for f in result.findings} == EXPECTED[name]
 
 
-@pytest.mark.parametrize("name", ["train.py", "dist_utils.py"])
+@pytest.mark.parametrize("name", ["train.py", "dist_utils.py", "setup.py"])
 def test_example_python_compiles(name: str) -> None:
     source = (EXAMPLE / name).read_text(encoding="utf-8")
     compile(source, name, "exec")
@@ -76,6 +77,8 @@ def test_demo_write_on_a_copy_keeps_every_file_valid(tmp_path: Path) -> None:
     yaml.safe_load((work / "k8s" / "job.yaml").read_text(encoding="utf-8"))
     json.loads((work / "notebooks" / "collective_check.ipynb").read_text(encoding="utf-8"))
     assert "TORCH_DIST_USE_NCCL2" not in (work / "launch.sh").read_text(encoding="utf-8")
+    comm = (work / "csrc" / "comm.cpp").read_text(encoding="utf-8")
+    assert "dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>(backend.get())" in comm  # the second branch
     snapshot = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
     second = run_ncclx("migrate", "--write", "--unsafe-fixes", "-q", "--format", "json", str(work))
     assert not any(f["applied"] for f in json.loads(second.stdout)["findings"])

@@ -32,6 +32,12 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("nb/a.ipynb", "{}", "notebook"),
         ("README.md", "", None),
         ("setup.cfg", "", None),
+        ("csrc/comm.cpp", "", "cpp"),
+        ("csrc/kernels.cu", "", "cpp"),
+        ("include/ext/compat.HPP", "", "cpp"),
+        ("src/a.cc", "", "cpp"),
+        ("src/a.cuh", "", "cpp"),
+        ("src/a.c", "", None),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

@@ -41,6 +41,7 @@ class Rule:
 _S, _U, _N = FixKind.SAFE, FixKind.UNSAFE, FixKind.NONE
 _PY = "python"
 _OTHER = "shell, Dockerfile, YAML, .env, notebooks"
+_CPP = "C++, CUDA"
 
 RULES: tuple[Rule, ...] = (
     # --- the rollback toggle and backend names ---
@@ -111,6 +112,25 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX204", "explicit-nccl2-backend-files",
          '"nccl2" spelled out as a backend in a launch script or config where "nccl" builds the same thing (or where the target torch lacks it)',
          (_U, _N), "2.13, 2.14, 2.15", _OTHER),
+    # --- C++ and CUDA extension sources (scanner in _migrate/_files/_cpp*.py) ---
+    Rule("NCX301", "checked-legacy-cast",
+         "dynamic_cast (or dynamic_pointer_cast / dynamic_intrusive_pointer_cast) to legacy ProcessGroupNCCL with no nccl2 branch: null under nccl2",
+         (_U, _N), "2.14, 2.15", _CPP),
+    Rule("NCX302", "unchecked-legacy-cast",
+         "static_cast, reinterpret_cast, C-style or static pointer cast to legacy ProcessGroupNCCL: undefined behaviour under nccl2",
+         (_N,), "2.14, 2.15", _CPP),
+    Rule("NCX303", "legacy-only-member-cpp",
+         "a member only legacy ProcessGroupNCCL declares, reached through it with no nccl2 path",
+         (_N,), "2.14, 2.15", _CPP),
+    Rule("NCX304", "backend-name-nccl-cpp",
+         'a backend name compared with "nccl" (getBackendName() == "nccl"): nccl2 answers "nccl2"',
+         (_U, _N), "2.14, 2.15", _CPP),
+    Rule("NCX305", "legacy-param-binding",
+         "a function exposed to Python (pybind11, TORCH_LIBRARY) whose parameter is legacy ProcessGroupNCCL",
+         (_N,), "2.14, 2.15", _CPP),
+    Rule("NCX306", "legacy-subclass",
+         "a class derived from legacy ProcessGroupNCCL: it works only while the rollback does",
+         (_N,), "2.14, 2.15", _CPP),
 )
 
 _BY_CODE = {r.code: r for r in RULES}

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALL", "is_suppressed", "suppressions", "unknown_codes"]
+__all__ = ["ALL", "IGNORE", "is_suppressed", "suppressions", "unknown_codes"]
 
 ALL: frozenset[str] = frozenset({"*"})
-_PAT = re.compile(r"#\s*ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?")
+# The comment's text after its marker (C++ sources read it from `//` and `/* */` comments).
+IGNORE = r"ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?"
+_PAT = re.compile(r"#\s*" + IGNORE)
 
 
 def suppressions(text: str) -> dict[int, frozenset[str]]:

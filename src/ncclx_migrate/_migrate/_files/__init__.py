@@ -5,7 +5,7 @@ The runner calls :func:`scan` for every file that is not ``.py``; it returns Non
 kinds handled elsewhere (or not at all).  Rules: NCX201 (``TORCH_DIST_USE_NCCL2``),
 NCX202 (``nccl-legacy`` as a backend value), NCX203 (deprecated or nccl2-ignored
 env names, from ``ncclx_migrate._envvars``), NCX204 (an explicit ``nccl2`` backend);
-notebooks also get the Python rules.
+notebooks also get the Python rules.  C++ and CUDA sources get NCX301-NCX306 (``_cpp``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ __all__ = ["file_kind", "scan"]
 
 _SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
 _SHELL_EXT = (".sh", ".bash", ".sbatch", ".slurm")
+_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")  # _cpp_parse.CPP_EXTS
 
 
 def file_kind(path: str, text: str | None = None) -> str | None:
-    """"shell", "dockerfile", "yaml", "dotenv", "notebook" or None."""
+    """"shell", "dockerfile", "yaml", "dotenv", "notebook", "cpp" or None."""
     base = os.path.basename(path)
     lower = base.lower()
+    if lower.endswith(_CPP_EXT):
+        return "cpp"
     if lower.endswith(_SHELL_EXT) or lower == ".envrc":
         return "shell"
     if lower.endswith((".yaml", ".yml")):
@@ -55,6 +58,12 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
     kind = file_kind(path, text)
     if kind is None:
         return None
+    if kind == "cpp":
+        from ._cpp import may_match, scan_cpp
+
+        if precheck and not may_match(text):
+            return FileResult(path)
+        return scan_cpp(path, text, options)
     if kind == "notebook":
         from ._notebook import scan_notebook
 

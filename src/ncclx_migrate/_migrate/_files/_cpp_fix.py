@@ -1,0 +1,267 @@
+"""The unsafe rewrite of the common idiom: a checked cast to the legacy class into a
+variable that is then only null-checked and asked for ``getCommPtr()``::
+
+    auto* pg = dynamic_cast<c10d::ProcessGroupNCCL*>(backend.get());
+    TORCH_CHECK(pg != nullptr, "Backend is not ProcessGroupNCCL");
+    auto comm = reinterpret_cast<ncclComm_t>(pg->getCommPtr());
+
+becomes, for torch 2.13, 2.14 and 2.15 alike (the nccl2 header is included the same way)::
+
+    auto* pg = dynamic_cast<c10d::ProcessGroupNCCL*>(backend.get());
+    #if __has_include(<torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp>)
+    auto* pg_nccl2 = dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>(backend.get());
+    #else
+    c10d::ProcessGroupNCCL* pg_nccl2 = nullptr;  // no nccl2 class before torch 2.14
+    #endif
+    TORCH_CHECK(pg != nullptr || pg_nccl2 != nullptr, "Backend is not ProcessGroupNCCL");
+    auto comm = reinterpret_cast<ncclComm_t>(pg ? pg->getCommPtr() : pg_nccl2->getCommPtr());
+
+or, with ``--use-shim``, into the helpers of ``<ncclx/compat.h>`` (``ncclx::is_nccl``,
+``ncclx::comm_ptr``).  Any other use of the variable leaves the finding flag-only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand
+from ._cpp_names import Kind, text_of
+from ._cpp_parse import walk
+from ._text import Edit
+
+__all__ = ["idiom_fix", "pure"]
+
+_CHECKS = frozenset({"TORCH_CHECK", "TORCH_INTERNAL_ASSERT", "CHECK", "assert", "AT_ASSERT", "TORCH_CHECK_VALUE"})
+_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
+_NCCL2 = "c10d::nccl2::ProcessGroupNCCL"
+GUARDED_INCLUDE = (f"#if __has_include(<{NCCL2_HEADER}>)\n#include <{NCCL2_HEADER}>\n#endif\n")
+SHIM_INCLUDE = "#include <ncclx/compat.h>\n"
+
+
+def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
+    """(edits, include block) for the idiom around ``cast``, or None when it is not one."""
+    init = cast.node.parent
+    if init is not None and init.type == "declaration" and init.parent is not None \
+            and init.parent.type == "condition_clause" and init.child_by_field_name("value") == cast.node:
+        return _if_fix(scan, cast, init)
+    decl = init.parent if init is not None else None
+    if init is None or decl is None or init.type != "init_declarator" or decl.type != "declaration" \
+            or init.child_by_field_name("value") != cast.node or decl.parent is None \
+            or decl.parent.type != "compound_statement" or len(decl.children_by_field_name("declarator")) != 1:
+        return None
+    var_node = _name_node(init.child_by_field_name("declarator"))
+    operand = cast_operand(cast.node)
+    if var_node is None or operand is None or not pure(operand) or not _own_lines(scan, decl):
+        return None
+    var = text_of(var_node)
+    checks: list[tuple[Node, bool]] = []
+    comms: list[Node] = []
+    for n in walk(decl.parent):
+        if n.type != "identifier" or text_of(n) != var or n.start_byte < decl.end_byte:
+            continue
+        use = _comm_use(n)
+        if use is not None:
+            comms.append(use)
+            continue
+        check = _check(n)
+        if check is None:
+            return None  # any other use: not the idiom
+        checks.append(check)
+    if not comms:
+        return None
+    smart = cast.fn != "dynamic_cast"
+    edits: list[Edit] = []
+    if scan.options.use_shim:
+        arg = f"{var}.get()" if cast.fn == "dynamic_pointer_cast" else var
+        ty = decl.child_by_field_name("type")
+        if ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY:
+            edits.append(_edit(scan, ty, "auto"))
+        edits.append(_edit(scan, cast.node, text_of(operand)))
+        edits += [_edit(scan, c, f"{'' if pos else '!'}ncclx::is_nccl({arg})") for c, pos in checks]
+        edits += [_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]
+        return edits, SHIM_INCLUDE
+    var2 = _fresh(scan, f"{var}_nccl2")
+    edits.append(_branch(scan, decl, cast, var_node, var2, smart))
+    for c, pos in checks:
+        other = _renamed(c, var, var2)
+        joined = f"{text_of(c)} {'||' if pos else '&&'} {other}"
+        edits.append(_edit(scan, c, joined if _bare(c) else f"({joined})"))
+    for c in comms:
+        ternary = f"{var} ? {text_of(c)} : {_renamed(c, var, var2)}"
+        edits.append(_edit(scan, c, ternary if _bare(c) else f"({ternary})"))
+    return edits, GUARDED_INCLUDE
+
+
+def _if_fix(scan: Scan, cast: Cast, decl: Node) -> tuple[list[Edit], str] | None:
+    """``if (auto* pg = dynamic_cast<legacy*>(b)) { ... }`` with no ``else``, whose body uses
+    ``pg`` only for members nccl2's class declares too: the same ``if`` for nccl2's class
+    follows under ``__has_include`` (or, with --use-shim and only ``getCommPtr()``, the
+    condition becomes ``ncclx::is_nccl(b)``)."""
+    clause = decl.parent
+    stmt = clause.parent if clause is not None else None
+    operand = cast_operand(cast.node)
+    if stmt is None or stmt.type != "if_statement" or stmt.child_by_field_name("alternative") \
+            or operand is None or not pure(operand) or not _own_lines(scan, stmt):
+        return None
+    var_node = _name_node(decl.child_by_field_name("declarator"))
+    body = stmt.child_by_field_name("consequence")
+    if var_node is None or body is None:
+        return None
+    var = text_of(var_node)
+    uses = [n for n in walk(body) if n.type == "identifier" and text_of(n) == var]
+    members = [n.parent for n in uses]
+    if not uses or any(m is None or m.type != "field_expression" or m.child_by_field_name("argument") not in uses
+                       or text_of(m.child_by_field_name("field")) in LEGACY_ONLY for m in members):
+        return None
+    comms = [c for c in map(_comm_use, uses) if c is not None]
+    if scan.options.use_shim and len(comms) == len(uses):
+        arg = f"{text_of(operand)}.get()" if cast.fn == "dynamic_pointer_cast" else text_of(operand)
+        return ([_edit(scan, decl, f"ncclx::is_nccl({arg})")]
+                + [_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]), SHIM_INCLUDE
+    text = scan.src.text
+    start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
+    indent = text[text.rfind("\n", 0, start) + 1:start]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    nl = "\r\n" if text[:line_end].endswith("\r\n") else "\n"
+    swaps = [(n.start_byte, n.end_byte) for n in walk(decl)
+             if n.type in ("qualified_identifier", "type_identifier")
+             and (n.parent is None or n.parent.type != "qualified_identifier")
+             and scan.resolver.kind_of_name(text_of(n), n.start_byte) is Kind.LEGACY]
+    copy = text_of(stmt)
+    for s, e in sorted(swaps, reverse=True):
+        copy = copy[: s - stmt.start_byte] + _NCCL2 + copy[e - stmt.start_byte:]
+    block = f"#if __has_include(<{NCCL2_HEADER}>){nl}{indent}{copy}{nl}#endif{nl}"
+    if not text[:line_end].endswith("\n"):
+        block = nl + block.rstrip("\r\n")
+    return [Edit(line_end, line_end, block)], GUARDED_INCLUDE
+
+
+def _branch(scan: Scan, decl: Node, cast: Cast, var_node: Node, var2: str, smart: bool) -> Edit:
+    """The guarded declaration of ``var2`` after ``decl``'s line."""
+    text = scan.src.text
+    start, end = scan.src.char(decl.start_byte), scan.src.char(decl.end_byte)
+    line_start = text.rfind("\n", 0, start) + 1
+    indent = text[line_start:start]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    nl = "\r\n" if text[:line_end].endswith("\r\n") else "\n"
+    # The nccl2 declaration: the same text, every legacy class name and the variable swapped.
+    swaps = [(n.start_byte, n.end_byte, _NCCL2) for n in walk(decl)
+             if n.type in ("qualified_identifier", "type_identifier")
+             and (n.parent is None or n.parent.type != "qualified_identifier")
+             and scan.resolver.kind_of_name(text_of(n), n.start_byte) is Kind.LEGACY]
+    swaps.append((var_node.start_byte, var_node.end_byte, var2))
+    body = text_of(decl)
+    for s, e, new in sorted(swaps, reverse=True):
+        body = body[: s - decl.start_byte] + new + body[e - decl.start_byte:]
+    target = text_of(cast.target)
+    if not smart:
+        empty = f"{target} {var2} = nullptr;"
+    else:
+        wrapper = "std::shared_ptr" if cast.fn.endswith("pointer_cast") and "intrusive" not in cast.fn \
+            else "c10::intrusive_ptr"
+        empty = f"{wrapper}<{target}> {var2};"
+    block = (f"#if __has_include(<{NCCL2_HEADER}>){nl}{indent}{body}{nl}#else{nl}"
+             f"{indent}{empty}  // no nccl2 class before torch 2.14{nl}#endif{nl}")
+    if not text[:line_end].endswith("\n"):
+        block = nl + block.rstrip("\r\n")
+    return Edit(line_end, line_end, block)
+
+
+def _name_node(d: Node | None) -> Node | None:
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+        d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+    return d if d is not None and d.type == "identifier" else None
+
+
+def pure(n: Node) -> bool:
+    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
+    ``this`` and calls of the getters that reach a backend or its name."""
+    if n.type in ("identifier", "qualified_identifier", "this"):
+        return True
+    if n.type == "field_expression":
+        arg = n.child_by_field_name("argument")
+        return arg is not None and pure(arg)
+    if n.type == "call_expression":
+        fn = n.child_by_field_name("function")
+        args = n.child_by_field_name("arguments")
+        return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
+                and pure(fn) and args is not None
+                and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
+    return False
+
+
+def _own_lines(scan: Scan, decl: Node) -> bool:
+    """The declaration starts its line and nothing but a comment follows it."""
+    text = scan.src.text
+    start, end = scan.src.char(decl.start_byte), scan.src.char(decl.end_byte)
+    before = text[text.rfind("\n", 0, start) + 1:start]
+    after_end = text.find("\n", end)
+    after = text[end: len(text) if after_end < 0 else after_end].strip()
+    return not before.strip() and (not after or after.startswith("//"))
+
+
+def _comm_use(n: Node) -> Node | None:
+    """``var->getCommPtr()``: the call node."""
+    f = n.parent
+    call = f.parent if f is not None else None
+    if f is None or call is None or f.type != "field_expression" or f.child_by_field_name("argument") != n \
+            or text_of(f.child_by_field_name("field")) != "getCommPtr" or call.type != "call_expression":
+        return None
+    args = call.child_by_field_name("arguments")
+    return call if args is not None and not args.named_children else None
+
+
+def _check(n: Node) -> tuple[Node, bool] | None:
+    """(the null test, True if it holds for a non-null value) for ``n`` in a null test."""
+    p = n.parent
+    if p is None:
+        return None
+    if p.type == "unary_expression" and text_of(p.child_by_field_name("operator")) == "!":
+        return p, False
+    if p.type == "binary_expression":
+        op = text_of(p.child_by_field_name("operator"))
+        others = [c for c in (p.child_by_field_name("left"), p.child_by_field_name("right")) if c is not None and c != n]
+        if op in ("==", "!=") and len(others) == 1 and (others[0].type == "null" or text_of(others[0]) in ("NULL", "nullptr")):
+            return p, op == "!="
+        return None
+    if p.type == "condition_clause":
+        return n, True
+    if p.type == "argument_list" and p.named_children and p.named_children[0] == n:
+        call = p.parent
+        fn = call.child_by_field_name("function") if call is not None else None
+        if text_of(fn) in _CHECKS:
+            return n, True
+    return None
+
+
+def _bare(n: Node) -> bool:
+    """No parentheses needed: a whole condition, argument, initializer or return value."""
+    p = n.parent
+    return p is not None and p.type in ("condition_clause", "argument_list", "init_declarator", "return_statement",
+                                        "parenthesized_expression")
+
+
+def _renamed(n: Node, var: str, var2: str) -> str:
+    """``n``'s text with each use of ``var`` renamed ``var2``."""
+    body = text_of(n)
+    spans = [(m.start_byte - n.start_byte, m.end_byte - n.start_byte) for m in walk(n)
+             if m.type == "identifier" and text_of(m) == var]
+    for s, e in sorted(spans, reverse=True):
+        body = body[:s] + var2 + body[e:]
+    return body
+
+
+def _fresh(scan: Scan, name: str) -> str:
+    taken = set(re.findall(r"\b" + re.escape(name) + r"\w*", scan.src.text))
+    out, k = name, 2
+    while out in taken:
+        out, k = f"{name}{k}", k + 1
+    return out
+
+
+def _edit(scan: Scan, n: Node, new: str) -> Edit:
+    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)

@@ -1,0 +1,344 @@
+"""NCX301-NCX306 over a parsed C++ file (:class:`._cpp.Scan`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+from .._model import FixKind
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand
+from ._cpp_fix import idiom_fix, pure
+from ._cpp_names import Kind, text_of
+from ._cpp_parse import walk
+from ._text import Edit
+
+__all__ = ["find_error", "hits"]
+
+# What a rule would report, as text: a cast to the class, a base class, a compare with "nccl".
+_REPORTABLE = re.compile(
+    rb"_cast\s*<[^;{}]*?ProcessGroupNCCL"
+    rb"|\(\s*(?:const\s+)?[\w:]*ProcessGroupNCCL\s*[*&]\s*\)"
+    rb"|\b(?:public|protected|private)\s+(?:virtual\s+)?[\w:]*ProcessGroupNCCL\b"
+    rb"|getBackendName\(\)\s*[=!]=\s*\"nccl\"|\"nccl\"\s*[=!]=[^;]*getBackendName\(")
+_PY_BIND = ("def", "def_static", "impl")
+_GUARDED_CAST = "dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>"
+
+
+def find_error(scan: Scan) -> str | None:
+    """A one-line error when the grammar could not read a region holding what a rule would
+    report (a cast to the class, a base class, a compare with "nccl"); an unreadable region
+    elsewhere (an attribute macro, a kernel launch in a .cpp file) costs nothing."""
+    stack = [scan.root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            around = _statement(n) if n.is_missing else n  # a missing token: the statement it breaks
+            chunk = scan.parsed[around.start_byte:around.end_byte]
+            for m in _REPORTABLE.finditer(chunk):
+                if not _in_comment(scan.root, around.start_byte + m.start()):
+                    row, col = n.start_point.row + 1, n.start_point.column + 1
+                    return (f"cannot parse C++ at line {row}, column {col} (tree-sitter's C++ grammar): "
+                            "fix the syntax there, or --exclude the file")
+            continue
+        if n.has_error:
+            stack.extend(n.children)
+    return None
+
+
+def _statement(n: Node) -> Node:
+    p = n
+    while p.parent is not None and not p.type.endswith(("statement", "declaration", "definition")):
+        p = p.parent
+    return p
+
+
+def _in_comment(root: Node, byte: int) -> bool:
+    n = root.descendant_for_byte_range(byte, byte + 1)
+    return n is not None and n.type in ("comment", "string_content", "string_literal", "raw_string_literal")
+
+
+def hits(scan: Scan) -> Iterator[Hit]:
+    for cast in scan.casts:
+        if cast.kind is Kind.NCCL2 or scan.handles_nccl2(cast.node, cast.unit):
+            continue
+        if not cast.checked and cast.unit is scan.main and _from_legacy(scan, cast):
+            continue  # legacy to its own subclass: the pointer is never nccl2's
+        yield _cast_hit(scan, cast)
+    yield from _members(scan)
+    yield from _name_compares(scan)
+    yield from _bindings(scan)
+    yield from _subclasses(scan)
+
+
+def _cls(cast: Cast) -> str:
+    return "legacy ProcessGroupNCCL subclass" if cast.kind is Kind.LEGACY_SUB else "legacy ProcessGroupNCCL"
+
+
+def _cast_hit(scan: Scan, cast: Cast) -> Hit:
+    start = cast.unit.start(cast.node)
+    operand = cast_operand(cast.node)
+    arg = text_of(operand) if operand is not None else "backend"
+    shim = f"`ncclx::comm_ptr({arg})` / `ncclx::is_nccl({arg})` from <ncclx/compat.h>"
+    if cast.checked:
+        hit = Hit(start, "NCX301", f"{cast.fn} to {_cls(cast)}: null under nccl2",
+                  detail=(f"Under torch 2.15's nccl2 the backend is c10d::nccl2::ProcessGroupNCCL, a sibling class, "
+                          f"so this cast gives null. Add a second branch, `{_GUARDED_CAST}({arg})` under "
+                          f"`#if __has_include(<{NCCL2_HEADER}>)` (with that include), or use {shim}."))
+        if cast.unit.macro is None and cast.kind is Kind.LEGACY:
+            fix = idiom_fix(scan, cast)
+            if fix is not None:
+                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+        return hit
+    message = f"{cast.fn} to {_cls(cast)}: undefined behaviour under nccl2"
+    return Hit(start, "NCX302", message if len(message) <= 88 else message.replace("undefined behaviour", "UB"),
+               detail=(f"Under nccl2 the backend is c10d::nccl2::ProcessGroupNCCL, not the legacy class: this "
+                       f"unchecked cast is undefined behaviour. Replace it with {shim}, or with "
+                       f"`{_GUARDED_CAST}({arg})` next to a dynamic_cast to the legacy class, under "
+                       f"`#if __has_include(<{NCCL2_HEADER}>)`."))
+
+
+def _short(name: str, width: int = 20) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+# --- NCX303: legacy-only members ---
+def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
+    """Variables (and parameters) of ``fn`` typed as the legacy class: name -> declared at."""
+    out: dict[str, int] = {}
+    cast_at = {c.node.id: c for c in scan.casts if c.unit is scan.main}
+    for n in walk(fn):
+        if n.type not in ("declaration", "parameter_declaration", "optional_parameter_declaration"):
+            continue
+        ty = n.child_by_field_name("type")
+        typed = ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY
+        for d in n.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            legacy = typed or (value is not None and (
+                (value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY) or _const_cast_to_legacy(scan, value)))
+            name = _declarator_name(d)
+            if legacy and name:
+                out[name] = n.start_byte
+    return out
+
+
+def _const_cast_to_legacy(scan: Scan, n: Node) -> bool:
+    fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+    args = fn.child_by_field_name("arguments") if fn is not None and fn.type == "template_function" else None
+    return text_of(fn.child_by_field_name("name") if fn is not None else None) == "const_cast" and args is not None \
+        and bool(args.named_children) and scan.resolver.kind_of_type(args.named_children[0]) is Kind.LEGACY
+
+
+def _from_legacy(scan: Scan, cast: Cast) -> bool:
+    """Is the operand of ``cast`` already a pointer to the legacy class (a parameter or local
+    of that type, or a const_cast to it)?"""
+    operand = cast_operand(cast.node)
+    fn = _function(cast.node)
+    if operand is None or fn is None:
+        return False
+    if operand.type == "identifier":
+        return _legacy_vars(scan, fn).get(text_of(operand), 1 << 62) < operand.start_byte
+    return _const_cast_to_legacy(scan, operand)
+
+
+def _declarator_name(d: Node | None) -> str:
+    while d is not None and d.type not in ("identifier", "field_identifier"):
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return text_of(d)
+
+
+def _members(scan: Scan) -> Iterator[Hit]:
+    cast_at = {c.node.id for c in scan.casts if c.unit is scan.main and c.kind is Kind.LEGACY}
+    fns: dict[int, dict[str, int]] = {}
+    for n in scan.nodes["field_expression"]:
+        member = text_of(n.child_by_field_name("field"))
+        if member not in LEGACY_ONLY:
+            continue
+        arg = n.child_by_field_name("argument")
+        while arg is not None and arg.type == "parenthesized_expression" and arg.named_children:
+            arg = arg.named_children[0]
+        if arg is None:
+            continue
+        fn = _function(n)
+        legacy = arg.id in cast_at
+        if not legacy and arg.type == "identifier" and fn is not None:
+            names = fns.setdefault(fn.id, _legacy_vars(scan, fn))
+            legacy = names.get(text_of(arg), 1 << 62) < n.start_byte
+        if not legacy or scan.handles_nccl2(n, scan.main):
+            continue
+        field_node = n.child_by_field_name("field")
+        assert field_node is not None
+        base = " (nccl2 reaches only c10d::Backend's default)" if LEGACY_ONLY[member] else ""
+        yield Hit(field_node.start_byte, "NCX303", f"`{member}` is legacy-only: nccl2's ProcessGroupNCCL has no counterpart",
+                  detail=(f"c10d::nccl2::ProcessGroupNCCL does not declare {member}{base} (torch 2.15.0 headers). "
+                          "Keep the call on the legacy branch only, behind a dynamic_cast to the legacy class, "
+                          "and give the nccl2 branch its own path."))
+
+
+def _function(n: Node) -> Node | None:
+    p = n.parent
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p
+
+
+# --- NCX304: backend name compared with "nccl" ---
+def _name_compares(scan: Scan) -> Iterator[Hit]:
+    for n in scan.nodes["binary_expression"]:
+        op = text_of(n.child_by_field_name("operator"))
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        if op not in ("==", "!=") or left is None or right is None:
+            continue
+        lit, other = (left, right) if _is_str(left, "nccl") else (right, left) if _is_str(right, "nccl") else (None, None)
+        if lit is None or other is None or not _names_backend(scan, other):
+            continue
+        if _compares_nccl2(n, text_of(other)):
+            continue
+        x = text_of(other)
+        joined = f'{x} == "nccl" || {x} == "nccl2"' if op == "==" else f'{x} != "nccl" && {x} != "nccl2"'
+        parent = n.parent
+        bare = parent is not None and parent.type in ("condition_clause", "parenthesized_expression",
+                                                      "argument_list", "return_statement", "init_declarator")
+        new = joined if bare else f"({joined})"
+        hit = Hit(n.start_byte, "NCX304", 'backend name compared with "nccl": nccl2 answers "nccl2"',
+                  detail=(f'Under torch 2.15 getBackendName() of the default NCCL backend is "nccl2". Replace '
+                          f"`{text_of(n)}` with `{new}` (and check what the branch does with the backend: "
+                          "a cast to the legacy class there fails under nccl2)."))
+        if pure(other):
+            hit.fix = FixKind.UNSAFE
+            hit.edits = [scan_edit(scan, n, new)]
+        yield hit
+
+
+def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
+    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
+
+
+def _is_str(n: Node, value: str) -> bool:
+    return n.type == "string_literal" and text_of(n) == f'"{value}"'
+
+
+def _names_backend(scan: Scan, n: Node) -> bool:
+    """Is ``n`` a backend's name: ``b->getBackendName()`` on a c10d::Backend, or a variable
+    of the function set from one?  A c10d::ProcessGroup answers "nccl" for the default
+    "nccl" under nccl2 too, so its getBackendName() is not one."""
+    call = _name_call(n)
+    if call is None and n.type == "identifier":
+        fn = _function(n)
+        for d in walk(fn) if fn is not None else ():
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None and _declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
+                call = _name_call(value)
+    if call is None:
+        return False
+    fn = call.child_by_field_name("function")
+    receiver = fn.child_by_field_name("argument") if fn is not None else None
+    return receiver is None or not _is_process_group(scan, receiver)
+
+
+def _name_call(n: Node) -> Node | None:
+    """``n`` itself when it is a ``x->getBackendName()`` / ``x.getBackendName()`` call."""
+    fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+    if fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) == "getBackendName":
+        return n
+    return None
+
+
+_PG_TYPE = re.compile(r"\bProcessGroup\b")
+
+
+def _is_process_group(scan: Scan, receiver: Node) -> bool:
+    """Is the receiver a c10d::ProcessGroup (by its declared type, else by its name)?"""
+    if receiver.type == "call_expression":
+        return False  # pg->getBackend(...) and the like return a Backend
+    name = receiver.child_by_field_name("field") if receiver.type == "field_expression" else receiver
+    spelled = text_of(name)
+    for d in scan.nodes["function_definition"]:
+        if not d.start_byte <= receiver.start_byte < d.end_byte:
+            continue
+        for decl in walk(d):
+            if decl.type in ("parameter_declaration", "declaration") and any(
+                    _declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
+                return bool(_PG_TYPE.search(text_of(decl.child_by_field_name("type"))))
+    low = spelled.lower()
+    return "backend" not in low and ("process_group" in low or "processgroup" in low or low.rstrip("_") in ("pg", "group"))
+
+
+def _compares_nccl2(n: Node, operand: str) -> bool:
+    """Does the logical expression around ``n`` also compare ``operand`` with "nccl2"?"""
+    top = n
+    while top.parent is not None and (top.parent.type == "parenthesized_expression" or (
+            top.parent.type == "binary_expression"
+            and text_of(top.parent.child_by_field_name("operator")) in ("&&", "||"))):
+        top = top.parent
+    for m in walk(top):
+        if m.type == "binary_expression" and any(_is_str(c, "nccl2") for c in m.named_children) \
+                and any(text_of(c) == operand for c in m.named_children):
+            return True
+    return False
+
+
+# --- NCX305: bindings ---
+def _bindings(scan: Scan) -> Iterator[Hit]:
+    if not re.search(r"PYBIND11_MODULE|pybind11|py::|TORCH_LIBRARY", scan.src.text):
+        return
+    defs: dict[str, list[Node]] = {}
+    for n in scan.nodes["function_definition"]:
+        name = _declarator_name(n.child_by_field_name("declarator"))
+        defs.setdefault(name, []).append(n)
+    seen: set[int] = set()
+    for n in scan.nodes["call_expression"]:
+        fn = n.child_by_field_name("function")
+        if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) not in _PY_BIND:
+            continue
+        args = n.child_by_field_name("arguments")
+        if args is None or len(args.named_children) < 2 or args.named_children[0].type != "string_literal":
+            continue
+        exposed = text_of(args.named_children[0]).strip('"').split("(")[0]
+        target = args.named_children[1]
+        for m in walk(target):
+            if m.type == "lambda_expression":
+                decl = m.child_by_field_name("declarator")
+                params = decl.child_by_field_name("parameters") if decl is not None else None
+                yield from _legacy_params(scan, params, exposed, seen)
+                break
+            if m.type in ("identifier", "qualified_identifier") and m.parent is not None \
+                    and m.parent.type != "qualified_identifier":
+                for d in defs.get(text_of(m).rsplit("::", 1)[-1], []):
+                    decl = d.child_by_field_name("declarator")
+                    while decl is not None and decl.type != "function_declarator":
+                        decl = decl.child_by_field_name("declarator")
+                    params = decl.child_by_field_name("parameters") if decl is not None else None
+                    yield from _legacy_params(scan, params, exposed, seen)
+                break
+
+
+def _legacy_params(scan: Scan, params: Node | None, exposed: str, seen: set[int]) -> Iterator[Hit]:
+    for p in params.named_children if params is not None else ():
+        ty = p.child_by_field_name("type")
+        if ty is None or p.id in seen or scan.resolver.kind_of_type(ty) is not Kind.LEGACY:
+            continue
+        seen.add(p.id)
+        core = scan.resolver.core_type(ty)
+        assert core is not None
+        new = text_of(p)[: core.start_byte - p.start_byte] + "c10d::Backend" + text_of(p)[core.end_byte - p.start_byte:]
+        yield Hit(ty.start_byte, "NCX305", f"binding `{_short(exposed)}` takes legacy ProcessGroupNCCL: TypeError under nccl2",
+                  detail=(f"Python callers pass the group's backend, which under torch 2.15 is "
+                          f"c10d::nccl2::ProcessGroupNCCL: pybind11 rejects it. Take `{new}` and get the "
+                          "communicator with `ncclx::comm_ptr(...)` from <ncclx/compat.h>, or cast to both classes."))
+
+
+# --- NCX306: subclasses ---
+def _subclasses(scan: Scan) -> Iterator[Hit]:
+    for n in scan.nodes["base_class_clause"]:
+        for b in n.named_children:
+            if b.type in ("qualified_identifier", "type_identifier", "template_type") \
+                    and scan.resolver.kind_of_type(b) is Kind.LEGACY:
+                cls = n.parent.child_by_field_name("name") if n.parent is not None else None
+                yield Hit(b.start_byte, "NCX306", f"`{_short(text_of(cls))}` derives from legacy ProcessGroupNCCL: goes with the rollback",
+                          detail=("Under torch 2.15 \"nccl\" builds c10d::nccl2::ProcessGroupNCCL; a custom backend "
+                                  "derived from the legacy class keeps working only while the rollback "
+                                  "(TORCH_DIST_USE_NCCL2=0, \"nccl-legacy\") does, which has no announced future. "
+                                  "Derive from c10d::Backend, or wrap the backend the group already has."))
+

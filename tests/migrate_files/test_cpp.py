@@ -1,0 +1,182 @@
+"""C++/CUDA sources: what the fixture cases cannot express (the derived member table, macro
+uses, grammar gaps) and the real CLI over a folder of extension sources."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ncclx_migrate._migrate._files import scan
+from ncclx_migrate._migrate._files._cpp_members import LEGACY_ONLY, derive
+from ncclx_migrate._migrate._model import Options
+from tests.conftest import run_ncclx
+
+from ._cases import FIXTURES, cases, read
+
+CPP = FIXTURES / "cpp"
+
+
+def _findings(name: str, text: str, options: Options | None = None) -> list[tuple[int, str]]:
+    result = scan(name, text, options or Options())
+    assert result is not None and result.error is None, result and result.error
+    return [(f.line, f.code) for f in result.findings]
+
+
+def _torch_include() -> Path:
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed: its headers are the source of the member table")
+    inc = Path(torch.__file__).parent / "include"
+    if not (inc / "torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp").is_file():
+        pytest.skip(f"torch {torch.__version__} ships no nccl2 header")
+    if not torch.__version__.startswith("2.15."):
+        pytest.skip(f"the table is of the 2.15.0 headers, this is torch {torch.__version__}")
+    return inc
+
+
+def test_member_table_is_derived_from_the_installed_headers() -> None:
+    assert derive(str(_torch_include())) == LEGACY_ONLY
+
+
+def test_every_message_fits_88_columns() -> None:
+    for case in cases():
+        if case.kind != "cpp":
+            continue
+        result = scan(case.input.name, read(case.input), Options())
+        assert result is not None
+        assert all(len(f.message) <= 88 for f in result.findings), case.id
+
+
+def test_macro_used_only_where_nccl2_is_handled_is_no_finding() -> None:
+    src = (
+        "#define AS_LEGACY(b) dynamic_cast<c10d::ProcessGroupNCCL*>(b)\n"
+        "int64_t comm(c10d::Backend* b) {\n"
+        "  if (auto* p = AS_LEGACY(b)) return p->getCommPtr();\n"
+        "  if (auto* q = dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>(b)) return q->getCommPtr();\n"
+        "  return 0;\n"
+        "}\n"
+    )
+    assert _findings("x.cpp", src) == []
+    # One use without an nccl2 path: the macro is reported, at its definition.
+    unguarded = src + "bool legacy(c10d::Backend* b) { return AS_LEGACY(b) != nullptr; }\n"
+    assert _findings("x.cpp", unguarded) == [(1, "NCX301")]
+
+
+def test_export_macro_and_has_include_are_read() -> None:
+    src = (
+        "#if __has_include(<torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp>)\n"
+        "#define HAVE_NCCL2 1\n"
+        "#endif\n"
+        "class MYLIB_API LoggingNCCL : public c10d::ProcessGroupNCCL {};\n"
+    )
+    assert _findings("x.hpp", src) == [(4, "NCX306")]
+
+
+def test_a_region_the_grammar_cannot_read_costs_nothing_elsewhere() -> None:
+    # A kernel launch in a .cpp file (the C++ grammar has no <<<>>>): an ERROR node there,
+    # the cast below is still found; in a .cu file the CUDA grammar reads the launch.
+    src = (
+        "void go(float* x) { k<<<1, 32>>>(x); }\n"
+        "bool is_nccl(c10d::Backend* b) { return dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr; }\n"
+    )
+    assert _findings("x.cpp", src) == [(2, "NCX301")]
+    assert _findings("x.cu", src) == [(2, "NCX301")]
+
+
+def test_user_class_of_the_same_name_is_not_the_legacy_class() -> None:
+    src = (
+        "namespace mine {\n"
+        "class ProcessGroupNCCL : public c10d::Backend {};\n"
+        "bool f(c10d::Backend* b) { return dynamic_cast<ProcessGroupNCCL*>(b) != nullptr; }\n"
+        "}\n"
+    )
+    assert _findings("x.cpp", src) == []
+
+
+def test_torch_library_impl_with_a_legacy_parameter() -> None:
+    src = (
+        "at::Tensor sync(const at::Tensor& t, const c10::intrusive_ptr<c10d::ProcessGroupNCCL>& pg) { return t; }\n"
+        "TORCH_LIBRARY(myops, m) {\n"
+        '  m.def("sync(Tensor t, __torch__.torch.classes.c10d.ProcessGroup pg) -> Tensor");\n'
+        '  m.impl("sync", &sync);\n'
+        "}\n"
+    )
+    assert _findings("ops.cpp", src) == [(1, "NCX305")]
+
+
+def test_fix_never_reuses_a_taken_name() -> None:
+    src = read(CPP / "idiom_raw.in.cpp").replace("int64_t comm_ptr", "int nccl_pg_nccl2 = 0;\n  int64_t comm_ptr")
+    result = scan("x.cpp", src, Options(apply_unsafe=True))
+    assert result is not None and result.new_text is not None
+    assert "nccl_pg_nccl22 = dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>" in result.new_text
+
+
+# --- the real CLI ---
+@pytest.fixture(scope="module")
+def ext(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ext")
+    (root / "csrc").mkdir()
+    shutil.copyfile(CPP / "idiom_raw.in.cpp", root / "csrc" / "comm.cpp")
+    shutil.copyfile(CPP / "kernel.in.cu", root / "csrc" / "kernels.cu")
+    shutil.copyfile(CPP / "pybind.in.cpp", root / "csrc" / "bind.cc")
+    (root / "csrc" / "broken.cpp").write_text("bool f() { return dynamic_cast<c10d::ProcessGroupNCCL*>(b; }\n")
+    return root
+
+
+def _copy(ext: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "ext"
+    shutil.copytree(ext, dst)
+    (dst / "csrc" / "broken.cpp").unlink()
+    return dst
+
+
+def test_cli_reports_cpp_and_cuda_and_a_broken_file(ext: Path) -> None:
+    proc = run_ncclx("migrate", ".", cwd=ext)
+    assert proc.returncode == 2, proc.stderr  # findings, and a file that could not be processed
+    out = proc.stdout + proc.stderr
+    assert "csrc/comm.cpp:13:19: NCX301 [unsafe-fix]" in out
+    assert "csrc/kernels.cu:15:14: NCX301" in out
+    assert "csrc/bind.cc:6:24: NCX305" in out
+    errors = [line for line in out.splitlines() if "broken.cpp" in line]
+    assert errors == ["csrc/broken.cpp: error: cannot parse C++ at line 1, column 58 (tree-sitter's C++ grammar): "
+                      "fix the syntax there, or --exclude the file"]
+
+
+def test_cli_select_ignore_json_sarif(ext: Path) -> None:
+    doc = json.loads(run_ncclx("migrate", "--format", "json", "-q", "--select", "NCX305", ".", cwd=ext).stdout)
+    assert {f["code"] for f in doc["findings"]} == {"NCX305"}
+    doc = json.loads(run_ncclx("migrate", "--format", "json", "-q", "--select", "NCX30", "--ignore", "NCX305",
+                               "--exclude", "broken.cpp", ".", cwd=ext).stdout)
+    codes = {f["code"] for f in doc["findings"]}
+    assert codes == {"NCX301", "NCX303", "NCX304"}
+    first = next(f for f in doc["findings"] if f["code"] == "NCX301")
+    assert first["fix"] == "unsafe" and "__has_include" in first["detail"]
+    sarif = json.loads(run_ncclx("migrate", "--format", "sarif", "--exclude", "broken.cpp", ".", cwd=ext).stdout)
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} >= {"NCX301", "NCX305"}
+    assert {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]} >= {f"NCX30{i}" for i in range(1, 7)}
+
+
+def test_cli_diff_then_write_then_clean(ext: Path, tmp_path: Path) -> None:
+    root = _copy(ext, tmp_path)
+    before = (root / "csrc" / "comm.cpp").read_text()
+    diff = run_ncclx("migrate", "--diff", "--unsafe-fixes", "csrc/comm.cpp", cwd=root)
+    assert "+#include <torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp>" in diff.stdout
+    assert (root / "csrc" / "comm.cpp").read_text() == before  # --diff writes nothing
+    wrote = run_ncclx("migrate", "--write", "--unsafe-fixes", "csrc/comm.cpp", cwd=root)
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    assert (root / "csrc" / "comm.cpp").read_text() == read(CPP / "idiom_raw.unsafe.cpp")
+    again = run_ncclx("migrate", "csrc/comm.cpp", cwd=root)
+    assert again.returncode == 0 and "NCX30" not in again.stdout
+
+
+def test_cli_suppression_comment(ext: Path, tmp_path: Path) -> None:
+    root = _copy(ext, tmp_path)
+    path = root / "csrc" / "comm.cpp"
+    path.write_text(path.read_text().replace("(backend.get());", "(backend.get());  // ncclx: ignore[NCX301]"))
+    proc = run_ncclx("migrate", "csrc/comm.cpp", cwd=root)
+    assert proc.returncode == 0 and "NCX301" not in proc.stdout
