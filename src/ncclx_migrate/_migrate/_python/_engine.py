@@ -22,7 +22,8 @@ from .._nesting import too_deep
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
-from ._ctx import Analyzer, Edit, Pending
+from ._bindings import drop_clashing_fixes, unused_after
+from ._ctx import Analyzer, Edit, ImportSpec, Pending
 from ._r_env import ENV_PRECHECK
 
 __all__ = ["PRECHECKS", "python_codes", "transform_source"]
@@ -152,32 +153,43 @@ _MAX_PASSES = 4
 def transform_source(source: str, path: str, options: Options, *, precheck: bool = True) -> FileResult:
     """Run every selected NCX1xx rule over ``source``; never raises on bad input.
 
-    When fixes are applied the result is re-checked (as ruff does) until nothing changes,
-    so that one ``--write`` leaves a file on which a second one is a no-op.  Findings of
-    later passes point into the fixed text, which is what --write writes and --diff prints
-    (with ``options.positions_as_given``, into ``source``).
+    The findings of the first pass are the report: their labels say what ``--write`` (``[*]``)
+    and ``--write --unsafe-fixes`` (also ``[unsafe-fix]``) apply, and an applied finding keeps its
+    position in ``source`` in every mode.  When fixes are applied the result is re-checked (as
+    ruff does) until nothing changes, but a later pass applies only the fixes the first one
+    promised (same rule, same line of ``source``, same label): one whose edit had to wait for
+    another in the same node.  A finding that only a fix brought about (an ``isinstance`` that
+    relied on a legacy call a fix rewrote) is left, labelled, for the next run.  Findings left
+    point into the fixed text, which is what --write writes and --diff prints (with
+    ``options.positions_as_given``, into ``source``).
     """
-    result = _one_pass(source, path, options, precheck)
-    applied: list[Finding] = []
-    for _ in range(_MAX_PASSES):
-        if result.new_text is None or result.error is not None:
-            break
-        applied.extend(f for f in result.findings if f.applied)
-        again = _one_pass(result.new_text, path, options, precheck)
+    first = _one_pass(source, path, options, precheck)
+    if first.new_text is None or first.error is not None:
+        return first
+    promised = {(f.code, f.line, f.fix) for f in first.findings if options.wants_fix(f.fix)}
+    done: set[tuple[str, int, FixKind]] = set()
+    text, left = first.new_text, [f for f in first.findings if not f.applied]
+    for _ in range(_MAX_PASSES - 1):
+        back = line_map(source, text, back=True)
+
+        def given(f: Finding, back: dict[int, int] = back) -> tuple[str, int, FixKind]:
+            return f.code, back.get(f.line, f.line), f.fix
+
+        again = _one_pass(text, path, options, precheck, allow=lambda f: given(f) in promised)
         if again.error is not None:
             return FileResult(path=path, error=again.error)
-        again_new = again.new_text if again.new_text is not None else result.new_text
-        result = FileResult(path=path, findings=again.findings, new_text=again_new)
+        done.update(given(f) for f in again.findings if f.applied)
+        left = [f for f in again.findings if not f.applied]
         if again.new_text is None:
             break
-    if applied:
-        left = [f for f in result.findings if not f.applied]
-        if options.positions_as_given and result.new_text is not None:
-            _lines_back(source, result.new_text, left)
-        result.findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
-        if result.new_text == source:
-            result.new_text = None
-    return result
+        text = again.new_text
+    if options.positions_as_given:
+        _lines_back(source, text, left)
+    applied = [f for f in first.findings if f.applied or (f.code, f.line, f.fix) in done]
+    for f in applied:
+        f.applied = True
+    findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
+    return FileResult(path=path, findings=findings, new_text=None if text == source else text)
 
 
 def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
@@ -218,7 +230,8 @@ def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, 
     return spans
 
 
-def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileResult:
+def _one_pass(source: str, path: str, options: Options, precheck: bool,
+              allow: Callable[[Finding], bool] = lambda f: True) -> FileResult:
     active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
         active = _prechecked(source, active)
@@ -249,10 +262,11 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
             continue
         kept.append(p)
     kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
+    drop_clashing_fixes(analyzer, kept)  # in every mode: the label is what --write applies
     result = FileResult(path=path, findings=[p.finding for p in kept])
-    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix)]
+    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix) and allow(p.finding)]
     if wanted:
-        new_text = _apply(module, wanted)
+        new_text = _apply(analyzer, wanted)
         if new_text is None:
             result.error = "internal error: a fix produced code that does not parse; no fix applied"
         elif new_text != source:
@@ -402,19 +416,21 @@ def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
             and isinstance(old[0].value, cst.Dict) and bool(old[0].value.elements))
 
 
-def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
+def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
-    imports: list[tuple[str, str | None]] = []
-    unused: list[tuple[str, str | None, str | None]] = []
+    imports: list[ImportSpec] = []
+    unused: list[ImportSpec] = []
     for p in wanted:
         for node, edit in p.edits:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
         unused.extend(p.unused)
-    new = module.visit(_Apply(edits))
-    if imports or unused:  # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+    # an import whose last use a fix removed goes too (only those: one the file never used stays)
+    unused.extend(unused_after(analyzer))
+    new = analyzer.module.visit(_Apply(edits))
+    # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
     if unused:  # only imports a fix stopped using, and only when nothing else uses them
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(unused):
@@ -422,8 +438,8 @@ def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
         new = RemoveImportsVisitor(ctx).transform_module(new)
     if imports:
         ctx = CodemodContext()
-        for mod, obj in dict.fromkeys(imports):
-            AddImportsVisitor.add_needed_import(ctx, mod, obj)
+        for mod, obj, asname in dict.fromkeys(imports):
+            AddImportsVisitor.add_needed_import(ctx, mod, obj, asname)
         new = AddImportsVisitor(ctx).transform_module(new)
     code = new.code
     try:
@@ -433,4 +449,4 @@ def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
     return code
 
 
-_ = (Finding, FixKind, re)  # re-exported types used by callers' annotations
+_ = (FixKind, re)  # re-exported types used by callers' annotations

@@ -1,0 +1,118 @@
+"""What every data-only case promises beyond its own expectations:
+
+- the report's fix label is what ``--write`` applies: a finding labelled ``[*]`` is applied by
+  ``--write``, one labelled ``[*]`` or ``[unsafe-fix]`` by ``--write --unsafe-fixes``, nothing
+  else is; an applied finding keeps its position in the file as given (in every mode);
+- a fix never adds a pyflakes error: ruff's ``F`` rules, run once over every Python case's
+  input and output (and the code cells of every notebook case), find no code in an output
+  that its input did not have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ncclx_migrate._migrate._files import scan
+from ncclx_migrate._migrate._model import FileResult, FixKind, Options
+from ncclx_migrate._migrate._python import transform_source
+
+from ..migrate_files._cases import cases as file_cases
+from ..migrate_files._cases import read
+from .test_fixtures import CASES, FIXTURES, options_for
+
+_Key = tuple[int, int, str]
+
+
+def _keys(result: FileResult, which: set[FixKind] | None = None, applied: bool = False) -> set[_Key]:
+    return {(f.line, f.column, f.code) for f in result.findings
+            if (which is None or f.fix in which) and (not applied or f.applied)}
+
+
+def _check_labels(run, given: Options) -> None:  # type: ignore[no-untyped-def]
+    report = run(dataclasses.replace(given, apply_safe=False, apply_unsafe=False))
+    safe = run(dataclasses.replace(given, apply_safe=True, apply_unsafe=False))
+    unsafe = run(dataclasses.replace(given, apply_safe=True, apply_unsafe=True))
+    labelled_safe = _keys(report, {FixKind.SAFE})
+    labelled_any = _keys(report, {FixKind.SAFE, FixKind.UNSAFE})
+    assert _keys(safe, applied=True) == labelled_safe, "--write applies what the report labels [*]"
+    assert _keys(unsafe, applied=True) == labelled_any, \
+        "--write --unsafe-fixes applies what the report labels [*] or [unsafe-fix]"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_python_labels_are_what_write_applies(case: str) -> None:
+    src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
+    _check_labels(lambda o: transform_source(src, f"{case}.in.py", o), options_for(src))
+
+
+FILE_CASES = file_cases()
+
+
+@pytest.mark.parametrize("case", FILE_CASES, ids=[c.id for c in FILE_CASES])
+def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-untyped-def]
+    text = read(case.input)
+
+    def run(options: Options) -> FileResult:
+        result = scan(case.input.name, text, options)
+        assert result is not None and result.error is None
+        return result
+
+    _check_labels(run, Options())
+
+
+def _notebook_code(path: Path) -> str:
+    """A notebook's code cells as one module (IPython-only lines commented out)."""
+    nb = json.loads(read(path))
+    out = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if src.lstrip().startswith("%%"):
+            continue  # a cell magic: not Python
+        out.extend("# " + line if line.lstrip().startswith(("!", "%", "?")) else line
+                   for line in src.splitlines())
+    return "\n".join(out) + "\n"
+
+
+def test_no_fix_adds_a_pyflakes_error(tmp_path: Path) -> None:
+    pairs: list[tuple[Path, Path]] = []
+    for case in CASES:
+        for kind in ("out", "unsafe", "shim"):
+            out = FIXTURES / f"{case}.{kind}.py"
+            if out.exists():
+                pairs.append((FIXTURES / f"{case}.in.py", out))
+    for case in file_cases():
+        if case.input.parent.name != "notebook":
+            continue
+        for kind in ("out", "unsafe"):
+            out = case.sibling(kind)
+            if out.exists():
+                a = tmp_path / f"{case.stem}.in.py"
+                b = tmp_path / f"{case.stem}.{kind}.py"
+                a.write_text(_notebook_code(case.input))
+                b.write_text(_notebook_code(out))
+                pairs.append((a, b))
+    assert len(pairs) > 40
+    files = sorted({str(p) for pair in pairs for p in pair})
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "F",
+         "--output-format", "json", "--exit-zero", *files],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    per_file: dict[str, Counter[tuple[str, str]]] = {f: Counter() for f in files}
+    for d in json.loads(proc.stdout):
+        per_file[str(Path(d["filename"]))][(d["code"], d["message"])] += 1
+    added = {
+        f"{out.name}: {code} {msg}"
+        for given, out in pairs
+        for (code, msg), n in (per_file[str(out)] - per_file[str(given)]).items()
+    }
+    assert not added, sorted(added)
