@@ -64,7 +64,7 @@ def _isinstance_pgnccl(text: str) -> bool:
 
 # Patterns start with a literal so that the regex engine can skip ahead to it.
 # A literal may be laid out one item per line: up to its first closing bracket, newlines included.
-_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^)\]}]{0,400}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
+_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^)\]}]{0,400}?)?(?:[\"']nccl[\"']|(?:\w+\.)*Backend\.NCCL\b)"
 def _called(names: str) -> Callable[[str], bool]:
     """``names(`` called, or imported under an alias (``from torch.distributed import
     init_process_group as ipg``), after which the text never shows ``names(``."""

@@ -179,8 +179,11 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
                 a.report(node, "NCX110", short, detail=msg + f"; use ncclx_migrate.backend.is_nccl. {shim}")
                 return
             new: cst.BaseExpression = cst.parse_expression(f"{shim[0]}({a.code(node.args[0].value)})")
-            p = a.report(node, "NCX110", short, FixKind.SAFE, replace_with(node, new), [shim[1]],
-                         detail=msg + "; use ncclx_migrate.backend.is_nccl.")
+            p = a.report(node, "NCX110", short, FixKind.UNSAFE, replace_with(node, new), [shim[1]],
+                         detail=msg + "; use ncclx_migrate.backend.is_nccl. Unsafe: is_nccl() is also True "
+                         "for a ProcessGroup with an NCCL backend (isinstance: False on every release) and "
+                         "raises TypeError for an object that is neither a group, a backend nor a backend name "
+                         "(isinstance: False).")
             p.unused.extend(_unused_candidates(a, [cls]))
             return
         ref = _classes_ref(a)
