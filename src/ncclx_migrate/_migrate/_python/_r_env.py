@@ -20,7 +20,7 @@ from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, togg
 from .._model import FixKind
 from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
-from ._edits import remove, remove_statement, split_call, string_like
+from ._edits import insert_after, remove, remove_statement, split_call, string_like
 from ._flow import resolve
 from ._scope import Scope
 
@@ -160,7 +160,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 site = _new_site(a, arg, arg.keyword.value, None, arg.value)
                 if site is not None:
                     site.removal = remove(arg)
-                    site.add_builder = _kw_adder(arg)
+                    site.add_builder = _kw_adder(a, node, arg)
                     small, line = a.statement()
                     if (attr == "update" and isinstance(func, cst.Attribute) and isinstance(small, cst.Expr)
                             and isinstance(arg.value, (cst.SimpleString, cst.Integer))):
@@ -193,13 +193,12 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 site.keep_builder = _keep_after(a, line, func.value, first.value)
 
 
-def _kw_adder(arg: cst.Arg) -> object:
+def _kw_adder(a: Analyzer, call: cst.Call, arg: cst.Arg) -> object:
     if not isinstance(arg.value, _SIMPLE):
         return None
 
     def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
-        new_arg = arg.with_changes(keyword=cst.Name(new_name))
-        return [(arg, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_arg]))]
+        return insert_after(a, call, arg, arg.with_changes(keyword=cst.Name(new_name)))
 
     return add
 
@@ -215,12 +214,12 @@ def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
     if site is None:
         return
     site.removal = remove(node)
-    if isinstance(node.value, _SIMPLE):
+    container = a.parent()
+    if isinstance(node.value, _SIMPLE) and isinstance(container, cst.Dict):
         key = node.key
 
-        def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
-            new_el = node.with_changes(key=string_like(key, new_name))
-            return [(node, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_el]))]
+        def add(new_name: str, d: cst.Dict = container) -> list[tuple[cst.CSTNode, Edit]]:
+            return insert_after(a, d, node, node.with_changes(key=string_like(key, new_name)))
 
         site.add_builder = add
 
