@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..._envvars import TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._shared import shared_note
+from ._comments import with_comments
 from ._text import Edit, LineIndex, apply_edits, suppressed
 
 __all__ = [
@@ -217,8 +218,9 @@ class Collector:
             row, col = index.position(hit.offset)
             applied = False
             if hit.edits is not None and self.options.wants_fix(hit.fix):
-                if not any(_overlaps(e, t) for e in hit.edits for t in taken):
-                    taken.extend(hit.edits)
+                edits = [with_comments(index, e) for e in hit.edits]
+                if not any(_overlaps(e, t) for e in edits for t in taken):
+                    taken.extend(edits)
                     applied = True
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
             if not applied:

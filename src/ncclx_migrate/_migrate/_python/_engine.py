@@ -276,6 +276,24 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     return result
 
 
+def _kept_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The leading lines of a removed statement that stay: all up to its last blank line.
+    The comment lines right above it explain it alone and go with it; a comment separated
+    from it by a blank line (a section header) stays, as in the other file kinds
+    (_files/_comments.py)."""
+    last = max((i for i, el in enumerate(lines) if el.comment is None), default=-1)
+    return list(lines[: last + 1])
+
+
+def _joined(first: list[cst.EmptyLine], then: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """``first`` then ``then``, without doubling the blank lines where they meet."""
+    rest = list(then)
+    if first and first[-1].comment is None:
+        while rest and rest[0].comment is None:
+            rest.pop(0)
+    return [*first, *rest]
+
+
 def _blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     """The blank lines before the first comment line of a statement's leading lines."""
     head = []
@@ -290,8 +308,8 @@ class _Apply(cst.CSTTransformer):
     def __init__(self, edits: dict[int, list[Edit]]) -> None:
         super().__init__()
         self.edits = edits
-        # Blank lines that separated a removed statement from the code above it; they go to
-        # the next statement (the comment lines above a removed statement go with it).
+        # Leading lines of a removed statement that stay (blank lines, a comment a blank line
+        # separates from it); they go to the next statement (_kept_head).
         self.carry: list[cst.EmptyLine] = []
         self.carry_to: dict[int, list[cst.EmptyLine]] = {}
 
@@ -309,10 +327,12 @@ class _Apply(cst.CSTTransformer):
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             carried = self.carry_to.pop(id(original_node), [])
             if isinstance(result, cst.RemovalSentinel):
-                self.carry = carried or _blank_head(original_node.leading_lines)
-            elif (carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                  and not _blank_head(result.leading_lines)):
-                result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
+                self.carry = _joined(carried, _kept_head(original_node.leading_lines))
+            elif carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                if any(el.comment is not None for el in carried):
+                    result = result.with_changes(leading_lines=_joined(carried, result.leading_lines))
+                elif not _blank_head(result.leading_lines):
+                    result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
         return result
 
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
