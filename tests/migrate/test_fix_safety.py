@@ -116,3 +116,16 @@ def test_no_fix_adds_a_pyflakes_error(tmp_path: Path) -> None:
         for (code, msg), n in (per_file[str(out)] - per_file[str(given)]).items()
     }
     assert not added, sorted(added)
+
+
+def test_a_notebook_message_cites_cell_lines() -> None:
+    """"line N" in a message is in the numbering of the finding's own position: in a notebook
+    the cell's (the GPU pick is on line 2 of cell 3, not on line 8 of the cells run together)."""
+    path = FIXTURES.parent / "files" / "notebook" / "cited_lines.in.ipynb"
+    for options in (Options(), Options(apply_safe=True, apply_unsafe=True)):
+        result = scan(path.name, read(path), options)
+        assert result is not None
+        [finding] = result.findings
+        assert finding.message.startswith("cell 4, line 2: ")
+        assert "(cell 3, line 2)" in finding.message and "line 8" not in finding.message
+        assert "cell 3, line 2" in finding.detail

@@ -19,8 +19,10 @@ import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..._envvars import ENV_VARS
+from .._cited import recite
 from .._lines import line_map
 from .._model import FileResult, Finding, Options
 from ._checks import Collector, EnvAssign
@@ -176,10 +178,21 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
     if sorted(new_parts) != sorted(c.n for c in cells):
         return False
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
+
+    def owner(line: int) -> tuple[int, _Cell]:
+        return max((s for s in starts if s[0] <= line), key=lambda s: s[0], default=starts[0])
+
     for f in result.findings:
-        owner = max((s for s in starts if s[0] <= f.line), key=lambda s: s[0], default=starts[0])
-        f.line = max(1, f.line - owner[0] + 1)
-        by_cell[owner[1].n].append(f)
+        first, cell = owner(f.line)
+        f.line = max(1, f.line - first + 1)
+        by_cell[cell.n].append(f)
+
+        def in_cell(n: int, cell: _Cell = cell) -> str:  # a line the message cites, in cell numbering
+            at, other = owner(n)
+            line = max(1, n - at + 1)
+            return f"line {line}" if other is cell else f"cell {other.n}, line {line}"
+
+        recite(f, in_cell)
     for cell in cells:
         new_py = "".join(new_parts[cell.n])
         if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
@@ -241,6 +254,10 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
+def _line_in(moved: dict[int, int], n: int) -> str:
+    return f"line {moved.get(n, n)}"
+
+
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     final = options
     # Every position is first taken in the notebook as it is; --write moves them at the end.
@@ -292,6 +309,8 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
+            if not f.applied and in_cell:  # the lines it cites move with it
+                recite(f, partial(_line_in, in_cell))
             f.message = f"cell {c.n}, line {shown}: {f.message}"
             f.path = path
             f.line, f.column = row, col

@@ -16,6 +16,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from .._cited import recite
 from .._lines import line_map
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._nesting import too_deep
@@ -197,6 +198,7 @@ def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
     back = line_map(old, new, back=True)
     for f in findings:
         f.line = back.get(f.line, f.line)
+        recite(f, lambda n: f"line {back.get(n, n)}")
 
 
 def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:

@@ -122,8 +122,15 @@ def _classes_ref(a: Analyzer) -> tuple[str, list[tuple[cst.CSTNode, Edit]], list
         f"    if hasattr({dist}, _n)\n"
         ")\n"
     )
+    # Separated from the imports as the code after them is (a blank line in a module; none in a
+    # notebook cell that uses none): the block reads like the rest of the file.
+    body: list[cst.CSTNode] = list(a.module.body)
+    after = body[body.index(anchor) + 1] if anchor in body and body.index(anchor) + 1 < len(body) else None
+    blanks = 1
+    if isinstance(after, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        blanks = min(1, len(_blank_lines(after)))
     define = define.with_changes(leading_lines=[
-        cst.EmptyLine(),
+        *[cst.EmptyLine()] * blanks,
         cst.EmptyLine(comment=cst.Comment(
             "# The NCCL process-group classes this torch has (nccl2's is not a ProcessGroupNCCL).")),
     ])
