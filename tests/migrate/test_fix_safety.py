@@ -129,3 +129,18 @@ def test_a_notebook_message_cites_cell_lines() -> None:
         assert finding.message.startswith("cell 4, line 2: ")
         assert "(cell 3, line 2)" in finding.message and "line 8" not in finding.message
         assert "cell 3, line 2" in finding.detail
+
+
+@pytest.mark.parametrize("name", ["x.env", "Dockerfile", "run.sh"])
+def test_the_oldest_supported_torch_bounds_file_fixes(name: str) -> None:
+    """torch 2.14 still reads TORCH_NCCL_AVOID_RECORD_STREAMS: a project that supports 2.14 keeps
+    it (flagged, saying why); from 2.15 on --unsafe-fixes deletes it."""
+    line = "TORCH_NCCL_AVOID_RECORD_STREAMS=1"
+    text = {"x.env": f"{line}\n", "Dockerfile": f"FROM x\nENV {line}\n", "run.sh": f"#!/bin/sh\nexport {line}\n"}[name]
+    kept = scan(name, text, Options(target_torch=(2, 14), apply_safe=True, apply_unsafe=True))
+    assert kept is not None and kept.new_text is None
+    [finding] = kept.findings
+    assert finding.fix is FixKind.NONE and "still read by torch 2.14" in finding.message
+    assert "the oldest release this project supports" in finding.detail
+    dropped = scan(name, text, Options(target_torch=(2, 15), apply_safe=True, apply_unsafe=True))
+    assert dropped is not None and dropped.new_text is not None and line not in dropped.new_text

@@ -24,6 +24,7 @@ from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
 from ._bindings import drop_clashing_fixes, unused_after
+from ._bounds import bound_fixes
 from ._ctx import Analyzer, Edit, ImportSpec, Pending
 from ._r_env import ENV_PRECHECK
 
@@ -265,6 +266,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
         kept.append(p)
     kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
     drop_clashing_fixes(analyzer, kept)  # in every mode: the label is what --write applies
+    bound_fixes(kept, options)
     result = FileResult(path=path, findings=[p.finding for p in kept])
     wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix) and allow(p.finding)]
     if wanted:

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
+from ..._envvars import (
+    ENV_VARS,
+    TOGGLE_VAR,
+    EnvKind,
+    EnvVar,
+    Fix,
+    drop_allowed,
+    drop_blocked,
+    lookup,
+    toggle_meaning,
+)
 from .._model import FixKind
 from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
@@ -379,13 +389,18 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         msg = f"{row.name} does nothing on torch 2.15: delete it"
     builder = site.add_builder if callable(site.add_builder) else None
     keep = site.keep_builder if callable(site.keep_builder) and alone else None
+    drop = drop_allowed(row, o.target_torch)  # an older supported release may still read it
+    if not drop and row.unsafe_fix is Fix.RENAME:
+        detail += drop_blocked(row, o.target_torch)
+        if row.kind is EnvKind.OBSOLETE:
+            msg = f"{row.name} is still read by torch {o.target_torch[0]}.{o.target_torch[1]} (supported here): keep it"
     if rep is not None and rep in set_names:
         # The new name is already set in this file: the safe part is done.
-        if row.unsafe_fix is Fix.RENAME and site.removal:
+        if row.unsafe_fix is Fix.RENAME and site.removal and drop:
             a.report(site.node, code, f"{row.name} is deprecated and {rep} is set here: the old name can go",
                      FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME:
+    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME and drop:
         if rep is None:
             a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
             return
@@ -415,10 +430,10 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
         a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)
         return
-    if row.unsafe_fix is Fix.RENAME and rep is None:
+    if row.unsafe_fix is Fix.RENAME and rep is None and drop:
         a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None:
+    if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None and drop:
         key2 = site.key
         a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
                  [(key2, lambda u: string_like(key2, rep))], detail=detail)
