@@ -195,6 +195,8 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
         recite(f, in_cell)
     for cell in cells:
         new_py = "".join(new_parts[cell.n])
+        if cell.py_text.strip() and not cell.py_text[:1].isspace():  # a removed first line leaves no blank start
+            new_py = new_py.lstrip("\r\n")
         if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
             new_py = new_py[:-1]
         _finish(cell, None if new_py == cell.py_text else new_py, by_cell[cell.n])

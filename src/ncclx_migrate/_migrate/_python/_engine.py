@@ -280,13 +280,19 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     return result
 
 
+# Comments that are instructions, not explanations: a notebook's cell marker, ncclx's own,
+# formatters' and linters' (they stay when the statement below them goes).
+_DIRECTIVE = re.compile(r"#\s*(?:ncclx|fmt:|type:|pylint:|noqa|isort:|mypy:|pyright:)")
+
+
 def _kept_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
-    """The leading lines of a removed statement that stay: all up to its last blank line.
-    The comment lines right above it explain it alone and go with it; a comment separated
-    from it by a blank line (a section header) stays, as in the other file kinds
-    (_files/_comments.py)."""
+    """The leading lines of a removed statement that stay: all up to its last blank line, and
+    the directives after it.  The comment lines right above it explain it alone and go with it;
+    a comment separated from it by a blank line (a section header) stays, as in the other file
+    kinds (_files/_comments.py)."""
     last = max((i for i, el in enumerate(lines) if el.comment is None), default=-1)
-    return list(lines[: last + 1])
+    return [*lines[: last + 1],
+            *(el for el in lines[last + 1:] if el.comment is not None and _DIRECTIVE.match(el.comment.value))]
 
 
 def _joined(first: list[cst.EmptyLine], then: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
@@ -390,6 +396,8 @@ class _Apply(cst.CSTTransformer):
 
 
 _Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
+_T = TypeVar("_T")
+_S = TypeVar("_S", cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 def _last_comma(
@@ -440,6 +448,44 @@ def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
             and isinstance(old[0].value, cst.Dict) and bool(old[0].value.elements))
 
 
+def _keeping_lines(base: type[_T]) -> type[_T]:
+    """``base`` (libcst's RemoveImportsVisitor) where a removed import line's leading lines go
+    as a removed statement's do (_kept_head: blank lines, a comment a blank line separates and
+    directives such as a notebook's cell marker stay, on the next statement)."""
+
+    class Keeping(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            self.carry: list[cst.EmptyLine] = []
+
+        def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                      updated_node: cst.SimpleStatementLine) -> cst.CSTNode | cst.RemovalSentinel:
+            if not updated_node.body:
+                self.carry = _joined(self.carry, _kept_head(original_node.leading_lines))
+                return cst.RemoveFromParent()
+            return self._take(updated_node)
+
+        def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+            out: cst.Module = super().leave_Module(original_node, updated_node)
+            if self.carry:  # nothing followed: the lines close the module
+                out = out.with_changes(footer=[*self.carry, *out.footer])
+            return out
+
+        def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
+            result = super().on_leave(original_node, updated_node)
+            if isinstance(result, cst.BaseCompoundStatement):
+                result = self._take(result)
+            return result
+
+        def _take(self, node: _S) -> _S:
+            if not self.carry:
+                return node
+            lines, self.carry = _joined(self.carry, node.leading_lines), []
+            return node.with_changes(leading_lines=lines)
+
+    return Keeping
+
+
 def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
     imports: list[ImportSpec] = []
@@ -459,7 +505,7 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(unused):
             RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, asname)
-        new = RemoveImportsVisitor(ctx).transform_module(new)
+        new = _keeping_lines(RemoveImportsVisitor)(ctx).transform_module(new)
     if imports:
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(imports):
