@@ -250,7 +250,7 @@ def merge_reports(sources: Sequence[Source], level: str = "merge", expected_rank
 
 
 def load_reports(paths: Sequence[str]) -> list[Source]:
-    """Read ``ncclx doctor --json`` files; raise ValueError naming the bad file."""
+    """Read ``ncclx doctor --format json`` files; raise ValueError naming the bad file."""
     out = []
     for path in paths:
         try:
@@ -264,7 +264,7 @@ def load_reports(paths: Sequence[str]) -> list[Source]:
             report = Report.from_text(raw)
         except ReportError as exc:
             why = str(exc)
-            hint = "; save reports with ncclx doctor --json > FILE"
+            hint = "; save reports with ncclx doctor --format json > FILE"
             if why.startswith("not JSON"):
                 raise ValueError(f"{path}: {why}{hint}") from None
             raise ValueError(f"{path}: not an ncclx doctor report: {why}") from None
