@@ -69,13 +69,17 @@ def append_element(a: Analyzer, d: cst.Dict, key: str, value: cst.BaseExpression
 _Seq = TypeVar("_Seq", cst.Call, cst.Dict)
 
 
-def insert_after(a: Analyzer, container: _Seq, item: Any, new: Any) -> list[tuple[cst.CSTNode, Edit]]:
+def insert_after(a: Analyzer, container: _Seq, item: Any, new: Any,
+                 outer: cst.Call | None = None) -> list[tuple[cst.CSTNode, Edit]]:
     """Put ``new`` (an argument or a dict entry) right after ``item`` of ``container``, laid out
     like its siblings: in a literal or call laid out over several lines, on a line of its own
     (a comment after ``item`` stays on ``item``'s line; the bracket keeps its place); on one
     line, after ``item``, the line then split as black splits it when it outgrows the line
-    length.  Several inserts into one container each find their item among the ones added."""
+    length.  Several inserts into one container each find their item among the ones added.
+    ``outer``: the call ``container`` is an argument of; where its arguments share one line,
+    black splits that call first (one argument per line), then ``container`` if still too long."""
     index = next(i for i, it in enumerate(_items(container)) if it is item)
+    shared = outer is not None and _shares_line(a, outer)
     # the original items after which earlier edits of this container inserted one
     done: list[int] = a.facts.setdefault("inserted", {}).setdefault(id(container), [])
     multi = a.pos(container).start.line != a.pos(container).end.line
@@ -107,6 +111,8 @@ def insert_after(a: Analyzer, container: _Seq, item: Any, new: Any) -> list[tupl
                 old = old.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
             old = old.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         out = _with_items(u, [*items[:k], old, added_item, *items[k + 1:]])
+        if shared:  # the outer call's edit lays it out
+            return out
         if not multi:
             return _fit(a, container, out)
         if sep is _open_ws(u) and _body_too_long(a, out, a.pos(_items(container)[0]).start.column):
@@ -114,7 +120,38 @@ def insert_after(a: Analyzer, container: _Seq, item: Any, new: Any) -> list[tupl
             return _explode(a, container, out)
         return out
 
-    return [(container, edit)]
+    if outer is None or not shared:
+        return [(container, edit)]
+    slot = next(i for i, arg in enumerate(outer.args) if arg.value is container)
+
+    def outer_edit(u: cst.Call) -> cst.Call:
+        one_line = a.pos(outer).start.line == a.pos(outer).end.line
+        if one_line and _fit(a, outer, u) is u:
+            return u
+        if not one_line and not _body_too_long(a, u, a.pos(outer.args[0]).start.column):
+            return u
+        split = _explode(a, outer, u)
+        args = list(split.args)
+        inner = args[slot].value
+        line = a.line(a.pos(outer).start.line)
+        indent = line[: len(line) - len(line.lstrip())] + "    "
+        code = cst.Module([]).code_for_node(args[slot].with_changes(comma=cst.MaybeSentinel.DEFAULT,
+                                                                    whitespace_after_arg=cst.SimpleWhitespace("")))
+        if (split.whitespace_before_args is not u.whitespace_before_args and isinstance(inner, cst.Dict)
+                and "\n" not in code and len(indent) + len(code) + 1 > a.line_length()):
+            args[slot] = args[slot].with_changes(value=_split(inner, indent, a.line_length(), magic=False))
+        return split.with_changes(args=args)
+
+    return [(container, edit), (outer, outer_edit)]
+
+
+def _shares_line(a: Analyzer, call: cst.Call) -> bool:
+    """Whether ``call``'s arguments are all on one line (its own, or the one after its bracket)."""
+    args = call.args
+    if len(args) < 2:
+        return False
+    first, last = a.pos(args[0]), a.pos(args[-1])
+    return first.start.line == last.end.line
 
 
 def _body_too_long(a: Analyzer, node: cst.Call | cst.Dict, column: int) -> bool:

@@ -224,12 +224,13 @@ def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
     if site is None:
         return
     site.removal = remove(node)
-    container = a.parent()
+    container, arg, call = a.parent(), a.parent(2), a.parent(3)
     if isinstance(node.value, _SIMPLE) and isinstance(container, cst.Dict):
         key = node.key
+        outer = call if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) else None
 
         def add(new_name: str, d: cst.Dict = container) -> list[tuple[cst.CSTNode, Edit]]:
-            return insert_after(a, d, node, node.with_changes(key=string_like(key, new_name)))
+            return insert_after(a, d, node, node.with_changes(key=string_like(key, new_name)), outer)
 
         site.add_builder = add
 
