@@ -33,6 +33,7 @@ from ._ctx import Analyzer, Edit, on
 from ._edits import insert_after, remove, remove_statement, split_call, string_like
 from ._flow import resolve
 from ._scope import Scope
+from ._wrap import wrap_assigned
 
 __all__ = ["ENV_PRECHECK"]
 
@@ -151,7 +152,7 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
         new_target = cst.AssignTarget(
             target=sub.with_changes(slice=[cst.SubscriptElement(cst.Index(string_like(key, new_name)))])
         )
-        return [(node, lambda u: u.with_changes(targets=[*u.targets, new_target]))]
+        return [(node, lambda u: wrap_assigned(a, node, u.with_changes(targets=[*u.targets, new_target])))]
 
     site.add_builder = add
 
