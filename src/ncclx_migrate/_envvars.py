@@ -21,6 +21,7 @@ __all__ = [
     "EnvKind",
     "EnvVar",
     "Fix",
+    "drop_allowed",
     "env_findings",
     "lookup",
     "toggle_meaning",
@@ -216,6 +217,27 @@ ENV_VARS: tuple[EnvVar, ...] = (
 )
 
 _BY_NAME: dict[str, EnvVar] = {v.name: v for v in ENV_VARS}
+
+
+# The oldest release on which a fix may drop a row's old name (delete it, or rename it away):
+# an obsolete name is absent from every 2.15 library but read before it (TORCH_NCCL_AVOID_RECORD_
+# STREAMS: 2.14.1's libtorch_cuda.so); a rename is verified on 2.15 only, and the legacy
+# ProcessGroupNCCL of earlier releases reads only the old names.
+DROP_FROM = (2, 15)
+
+
+def drop_allowed(row: EnvVar, oldest: tuple[int, int]) -> bool:
+    """Whether a fix may remove ``row``'s name from a project whose oldest supported torch is
+    ``oldest`` (``--target-torch``, else the project's own bound): not while a release it
+    supports still reads the name."""
+    return row.kind is EnvKind.TOGGLE or oldest >= DROP_FROM
+
+
+def drop_blocked(row: EnvVar, oldest: tuple[int, int]) -> str:
+    """The detail's sentence on why the name stays."""
+    return (f" Kept: torch {oldest[0]}.{oldest[1]}, the oldest release this project supports, still reads "
+            f"{row.name} (removing it is right from torch {DROP_FROM[0]}.{DROP_FROM[1]} on); raise the "
+            "project's torch bound (or --target-torch) to have a fix remove it.")
 
 
 def lookup(name: str) -> EnvVar | None:

@@ -15,6 +15,7 @@ import enum
 __all__ = [
     "BACKEND_NAMES",
     "BUILTIN_BACKENDS",
+    "DEVICE_ID_FROM",
     "ENV_UNNAMED",
     "GENERIC_TIMEOUT_MIN",
     "NAME_BUILDS",
@@ -47,6 +48,10 @@ NCCL_SHRINK_GROW_MIN = (2, 29, 0)  # ncclCommGrow/GetUniqueId; fast path compile
 # pytorch#194774 (open when reviewed) gates ROCm reconfigure at RCCL 2.30.4, the first
 # RCCL with ncclCommRevoke (ROCm 7.14).  Not in the 2.15 CUDA wheel: UNCONFIRMED for ROCm 2.15.
 RCCL_RECONFIGURE_MIN = (2, 30, 4)
+
+# init_process_group(device_id=...) exists from torch 2.3 (nccl2-compat.md §7 row 1): the
+# device_id fixes (NCX130/NCX134) would be a TypeError on an older release.
+DEVICE_ID_FROM = (2, 3)
 
 # --target-torch: from 2.0 to one release past the newest these facts were checked on (2.15;
 # 2.16 is judged by what was announced for it).  Beyond that the tool would only guess.

@@ -14,9 +14,19 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..._envvars import TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
+from ..._envvars import (
+    TOGGLE_VAR,
+    EnvKind,
+    EnvVar,
+    Fix,
+    drop_allowed,
+    drop_blocked,
+    lookup,
+    toggle_meaning,
+)
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._shared import shared_note
+from ._comments import with_comments
 from ._text import Edit, LineIndex, apply_edits, suppressed
 
 __all__ = [
@@ -217,8 +227,9 @@ class Collector:
             row, col = index.position(hit.offset)
             applied = False
             if hit.edits is not None and self.options.wants_fix(hit.fix):
-                if not any(_overlaps(e, t) for e in hit.edits for t in taken):
-                    taken.extend(hit.edits)
+                edits = [with_comments(index, e) for e in hit.edits]
+                if not any(_overlaps(e, t) for e in edits for t in taken):
+                    taken.extend(edits)
                     applied = True
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
             if not applied:
@@ -296,7 +307,7 @@ def _env_hits(a: EnvAssign, assigned: set[str], options: Options, alone: bool,
         return hits
     if row.replacement is not None and row.replacement in assigned:
         return hits  # the current name is already set in this file: nothing left to do
-    hits.append(_row_hit(a, row, alone, shared_note(a.name, options)))
+    hits.append(_row_hit(a, row, alone, shared_note(a.name, options), options.target_torch))
     return hits
 
 
@@ -342,13 +353,15 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines, msg)
 
 
-def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
-    """``note``: why the safe add is withheld, when another file of the run sets the name."""
+def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "", oldest: tuple[int, int] = (2, 15)) -> _Hit:
+    """``note``: why the safe add is withheld, when another file of the run sets the name;
+    ``oldest``: the oldest torch the project supports (a fix never drops a name it reads)."""
     code = row.file_code
     repl = row.replacement
     kind = FixKind.NONE
     edits: list[Edit] | None = None
     extra = ""
+    drop = drop_allowed(row, oldest)
     if row.kind is EnvKind.DEPRECATED:
         assert repl is not None
         short = f"{a.name} is deprecated: add {repl}"
@@ -362,7 +375,9 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
                     extra = (note + a.unsafe_why + f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
                              f"(torch reads {repl} first, then {a.name})"
                              + ("." if note or a.unsafe_why else "; no form here keeps it, so it is unsafe."))
-        if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
+        if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix) and not drop:
+            extra += drop_blocked(row, oldest)
+        elif kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
             # Renaming drops the old name: unsafe, and only offered where adding is not possible.
             kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]
             short = f"{a.name} is deprecated: use {repl}"
@@ -370,10 +385,13 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
         short = f"nccl2 ignores {a.name}" + (f": use {repl}" if repl else " (nothing replaces it)")
         if row.unsafe_fix is Fix.ADD and repl is not None:
             kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
-    else:  # OBSOLETE
+    elif drop:  # OBSOLETE
         short = f"{a.name} does nothing on torch 2.15: delete it"
         if row.unsafe_fix is Fix.RENAME and repl is None:
             kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
+    else:  # OBSOLETE, and an older release the project supports reads it
+        short = f"{a.name} is still read by torch {oldest[0]}.{oldest[1]} (supported here): keep it"
+        extra = drop_blocked(row, oldest)
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines,
                 f"{row.why} Evidence: {row.evidence}.{extra}")
 

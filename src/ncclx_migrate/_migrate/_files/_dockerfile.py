@@ -212,6 +212,10 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, sc
                 line_start, line_end, _ = index.bounds(first)
                 row = text[line_start : w.start] + new + text[w.start + len(name) : line_end]
                 return [ctx_line_insert(ctx, first, row)]
+            line_start, line_end, _ = index.bounds(index.line_of(w.start))
+            if not single_line and not text[line_start:w.start].strip() and text[w.end:line_end].strip() in ("", "\\"):
+                # one assignment per continued line: the new one gets a line of its own
+                return [Edit(w.end, w.end, f" \\{ctx.nl}{text[line_start:w.start]}{new}={raw_value}")]
             return [Edit(w.end, w.end, f" {new}={raw_value}")]
 
         def remove(w: Word = w, lone: bool = lone) -> list[Edit] | None:

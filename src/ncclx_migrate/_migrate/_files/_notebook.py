@@ -20,8 +20,10 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..._envvars import ENV_VARS
+from .._cited import recite
 from .._lines import line_map, line_map_edits
 from .._model import CellPosition, FileResult, Finding, Options
 from ._checks import Collector, EnvAssign
@@ -185,16 +187,27 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
     new_py = {c.n: _rejoin(c, new_parts[c.n]) for c in cells}
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
     back: dict[int, dict[int, int]] = {}  # per cell: its fixed lines to its lines as given
-    for f in result.findings:
-        moved = result.new_text is not None and not f.applied
-        owner = _owner(new_starts if moved else starts, f.line)
-        f.line = max(1, f.line - owner[0] + 1)
-        cell = owner[1]
+
+    def to_cell(line: int, moved: bool) -> tuple[int, _Cell]:
+        """Module line -> (line in its cell as given, cell); ``moved``: a line of the fixed module."""
+        first, cell = _owner(new_starts if moved else starts, line)
+        line = max(1, line - first + 1)
         if moved and new_py[cell.n] != cell.py_text:
             if cell.n not in back:
                 back[cell.n] = line_map(cell.py_text, new_py[cell.n], back=True)
-            f.line = back[cell.n].get(f.line, f.line)
+            line = back[cell.n].get(line, line)
+        return line, cell
+
+    for f in result.findings:
+        moved = result.new_text is not None and not f.applied
+        f.line, cell = to_cell(f.line, moved)
         by_cell[cell.n].append(f)
+
+        def in_cell(n: int, cell: _Cell = cell, moved: bool = moved) -> str:
+            line, other = to_cell(n, moved)  # a line the message cites, in cell numbering
+            return f"line {line}" if other is cell else f"cell {other.n}, line {line}"
+
+        recite(f, in_cell)
     for cell in cells:
         _finish(cell, None if new_py[cell.n] == cell.py_text else new_py[cell.n], by_cell[cell.n])
     return True
@@ -202,6 +215,8 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
 
 def _rejoin(cell: _Cell, rows: list[str]) -> str:
     new_py = "".join(rows)
+    if cell.py_text.strip() and not cell.py_text[:1].isspace():  # a removed first line leaves no blank start
+        new_py = new_py.lstrip("\r\n")
     if not cell.py_text.endswith("\n") and new_py.endswith("\n"):
         new_py = new_py[:-1]
     return new_py
@@ -266,6 +281,10 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
+def _line_in(moved: dict[int, int], n: int) -> str:
+    return f"line {moved.get(n, n)}"
+
+
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     final = options
     # Every position is first taken in the notebook as it is; --write moves them at the end.
@@ -317,6 +336,8 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
+            if not f.applied and in_cell:  # the lines it cites move with it
+                recite(f, partial(_line_in, in_cell))
             f.cell = CellPosition(c.n, shown, f.column)
             f.path = path
             f.line, f.column = row, col

@@ -108,11 +108,20 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 def remove_word(index: LineIndex, start: int, end: int) -> Edit:
     """Delete the word ``text[start:end]`` and the blanks that separated it from its
     neighbours.  A word alone on a ``\\``-continued line takes the line with it (and,
-    on the last line of a continuation, the ``\\`` that led to it)."""
+    on the last line of a continuation, the ``\\`` that led to it); the last word of a
+    continued line that starts with others (``ENV A=1 \\``) takes the ``\\`` and the next
+    line's indentation, so that the next line joins it (``ENV B=2``, never a bare ``ENV \\``)."""
     text = index.text
     line = index.line_of(start)
     ls, le, full = index.bounds(line)
     before, after = text[ls:start], text[end:le].strip()
+    if after == "\\" and before.strip() and line + 1 < len(index):
+        nls, nle, _ = index.bounds(line + 1)
+        k = nls
+        while k < nle and text[k] in " \t":
+            k += 1
+        if k < nle and text[k] != "#":
+            return Edit(start, k, "")
     if line > 0 and not before.strip() and after in ("", "\\"):
         pls, ple, _ = index.bounds(line - 1)
         prev = text[pls:ple].rstrip()

@@ -20,12 +20,13 @@ from .._model import Finding, FixKind, Options
 from ._names import dist_member
 from ._scope import Scope, Scopes
 
-__all__ = ["HANDLERS", "Analyzer", "Edit", "Pending", "Rule", "on"]
+__all__ = ["HANDLERS", "Analyzer", "Edit", "ImportSpec", "Pending", "Rule", "on"]
 
 EditResult = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel[Any]]  # noqa: UP007
 Edit = Callable[[Any], EditResult]
 Handler = Callable[["Analyzer", Any], None]
 N = TypeVar("N", bound=cst.CSTNode)
+ImportSpec = tuple[str, str | None, str | None]  # (module, name or None, as-name or None)
 
 HANDLERS: dict[type[cst.CSTNode], list[tuple[tuple[str, ...], Handler]]] = {}
 
@@ -48,9 +49,12 @@ class Pending:
     finding: Finding
     lines: tuple[int, ...]  # lines on which a suppression comment counts
     edits: list[tuple[cst.CSTNode, Edit]] = field(default_factory=list)
-    imports: list[tuple[str, str | None]] = field(default_factory=list)  # (module, name)
+    imports: list[ImportSpec] = field(default_factory=list)  # what the fix's new code imports
     # imports the fix may leave unused: (module, name, asname), removed when nothing uses them
-    unused: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    unused: list[ImportSpec] = field(default_factory=list)
+    # module-level names the fix's new code reads (the module's torch.distributed spelling, a
+    # constant it defines): at the sites it edits they must mean the module's (_bindings)
+    reads: list[str] = field(default_factory=list)
 
 
 class Analyzer(cst.CSTVisitor):
@@ -184,7 +188,7 @@ class Analyzer(cst.CSTVisitor):
         message: str,
         fix: FixKind = FixKind.NONE,
         edits: Sequence[tuple[cst.CSTNode, Edit]] = (),
-        imports: Sequence[tuple[str, str | None]] = (),
+        imports: Sequence[tuple[str, str | None] | ImportSpec] = (),
         detail: str = "",
     ) -> Pending:
         rng = self.pos(node)
@@ -199,7 +203,8 @@ class Analyzer(cst.CSTVisitor):
             fix=fix,
             detail=detail,
         )
-        p = Pending(finding, (rng.start.line, rng.end.line), list(edits), list(imports))
+        specs = [(i[0], i[1], i[2] if len(i) == 3 else None) for i in imports]
+        p = Pending(finding, (rng.start.line, rng.end.line), list(edits), specs)
         self.pending.append(p)
         return p
 

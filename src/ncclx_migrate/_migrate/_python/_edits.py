@@ -9,7 +9,8 @@ import libcst as cst
 from ._ctx import Analyzer, Edit
 
 __all__ = [
-    "Lit", "append_element", "append_kwarg", "extend_literal", "line_break", "remove", "remove_statement",
+    "Lit", "append_element", "append_kwarg", "extend_literal", "insert_after", "line_break", "remove",
+    "remove_statement",
     "replace_with", "split_call", "string_like",
 ]
 
@@ -66,6 +67,109 @@ def append_element(a: Analyzer, d: cst.Dict, key: str, value: cst.BaseExpression
 
 
 _Seq = TypeVar("_Seq", cst.Call, cst.Dict)
+
+
+def insert_after(a: Analyzer, container: _Seq, item: Any, new: Any,
+                 outer: cst.Call | None = None) -> list[tuple[cst.CSTNode, Edit]]:
+    """Put ``new`` (an argument or a dict entry) right after ``item`` of ``container``, laid out
+    like its siblings: in a literal or call laid out over several lines, on a line of its own
+    (a comment after ``item`` stays on ``item``'s line; the bracket keeps its place); on one
+    line, after ``item``, the line then split as black splits it when it outgrows the line
+    length.  Several inserts into one container each find their item among the ones added.
+    ``outer``: the call ``container`` is an argument of; where its arguments share one line,
+    black splits that call first (one argument per line), then ``container`` if still too long."""
+    index = next(i for i, it in enumerate(_items(container)) if it is item)
+    shared = outer is not None and _shares_line(a, outer)
+    # the original items after which earlier edits of this container inserted one
+    done: list[int] = a.facts.setdefault("inserted", {}).setdefault(id(container), [])
+    multi = a.pos(container).start.line != a.pos(container).end.line
+
+    def edit(u: _Seq) -> _Seq:
+        items: list[Any] = _items(u)
+        k: int = index + sum(1 for j in done if j <= index)
+        done.append(index)
+        old, is_last = items[k], k == len(items) - 1
+        sep = _separator(u)
+        added_item = new
+        oc = old.comma
+        if multi and sep is not None and isinstance(oc, cst.Comma) and isinstance(
+                oc.whitespace_after, cst.ParenthesizedWhitespace):
+            ws = oc.whitespace_after
+            if is_last:  # a trailing comma, then the bracket: the bracket's line break moves down
+                old = old.with_changes(comma=oc.with_changes(whitespace_after=ws.with_changes(
+                    empty_lines=[], indent=sep.indent, last_line=sep.last_line)))
+            added_item = new.with_changes(comma=cst.Comma(whitespace_after=_nl(ws)))
+        elif multi and sep is not None and is_last and isinstance(_close_ws(u), cst.ParenthesizedWhitespace):
+            old = old.with_changes(comma=cst.Comma(whitespace_after=_nl(sep)))
+            if isinstance(old, cst.Arg):  # the bracket's line break moves to the new last one
+                added_item = new.with_changes(whitespace_after_arg=old.whitespace_after_arg)
+                old = old.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        else:  # on the item's line
+            added_item = new.with_changes(comma=oc)
+            if isinstance(old, cst.Arg) and is_last:
+                added_item = added_item.with_changes(whitespace_after_arg=old.whitespace_after_arg)
+                old = old.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+            old = old.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        out = _with_items(u, [*items[:k], old, added_item, *items[k + 1:]])
+        if shared:  # the outer call's edit lays it out
+            return out
+        if not multi:
+            return _fit(a, container, out)
+        if sep is _open_ws(u) and _body_too_long(a, out, a.pos(_items(container)[0]).start.column):
+            # black's f(\n    a, b\n) grown too long: one per line
+            return _explode(a, container, out)
+        return out
+
+    if outer is None or not shared:
+        return [(container, edit)]
+    slot = next(i for i, arg in enumerate(outer.args) if arg.value is container)
+
+    def outer_edit(u: cst.Call) -> cst.Call:
+        one_line = a.pos(outer).start.line == a.pos(outer).end.line
+        if one_line and _fit(a, outer, u) is u:
+            return u
+        if not one_line and not _body_too_long(a, u, a.pos(outer.args[0]).start.column):
+            return u
+        split = _explode(a, outer, u)
+        args = list(split.args)
+        inner = args[slot].value
+        line = a.line(a.pos(outer).start.line)
+        indent = line[: len(line) - len(line.lstrip())] + "    "
+        code = cst.Module([]).code_for_node(args[slot].with_changes(comma=cst.MaybeSentinel.DEFAULT,
+                                                                    whitespace_after_arg=cst.SimpleWhitespace("")))
+        if (split.whitespace_before_args is not u.whitespace_before_args and isinstance(inner, cst.Dict)
+                and "\n" not in code and len(indent) + len(code) + 1 > a.line_length()):
+            args[slot] = args[slot].with_changes(value=_split(inner, indent, a.line_length(), magic=False))
+        return split.with_changes(args=args)
+
+    return [(container, edit), (outer, outer_edit)]
+
+
+def _shares_line(a: Analyzer, call: cst.Call) -> bool:
+    """Whether ``call``'s arguments are all on one line (its own, or the one after its bracket)."""
+    args = call.args
+    if len(args) < 2:
+        return False
+    first, last = a.pos(args[0]), a.pos(args[-1])
+    return first.start.line == last.end.line
+
+
+def _body_too_long(a: Analyzer, node: cst.Call | cst.Dict, column: int) -> bool:
+    """Whether the items of ``node``, all on one line from ``column``, pass the line length."""
+    bare = [it.with_changes(comma=cst.MaybeSentinel.DEFAULT) for it in _items(node)]
+    texts = [cst.Module([]).code_for_node(
+        it.with_changes(whitespace_after_arg=cst.SimpleWhitespace("")) if isinstance(it, cst.Arg) else it)
+        for it in bare]
+    return not any("\n" in t for t in texts) and column + len(", ".join(texts)) > a.line_length()
+
+
+def _separator(node: cst.Call | cst.Dict) -> cst.ParenthesizedWhitespace | None:
+    """The line break between items of a literal or call laid out over several lines."""
+    for it in _items(node)[:-1]:
+        if isinstance(it.comma, cst.Comma) and isinstance(it.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return it.comma.whitespace_after
+    opener = _open_ws(node)
+    return opener if isinstance(opener, cst.ParenthesizedWhitespace) else None
 
 
 def _open_ws(node: cst.Call | cst.Dict) -> cst.BaseParenthesizableWhitespace:
@@ -203,7 +307,10 @@ def _split(node: _Seq, indent: str, limit: int, magic: bool) -> _Seq:
     items = _items(node)
     texts = [cst.Module([]).code_for_node(it.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for it in items]
     down, close = line_break(inner), line_break(indent)
-    one = len(inner) + len(", ".join(texts)) <= limit and not magic
+    # black keeps a call's arguments on one line when they fit, never a literal's items
+    # (linegen.should_split_line: a bracket whose parent is an atom is split at every comma)
+    literal = isinstance(node, cst.Dict) and len(items) > 1
+    one = len(inner) + len(", ".join(texts)) <= limit and not magic and not literal
     out: list[Any] = []
     for i, it in enumerate(items):
         it = it.with_changes(whitespace_after_arg=cst.SimpleWhitespace("")) if isinstance(it, cst.Arg) else it
@@ -241,10 +348,13 @@ def extend_literal(lit: Lit, values: list[cst.BaseExpression]) -> Lit:
     trailing = isinstance(last.comma, cst.Comma)
     new = [cst.Element(v) for v in values]
     if sep is None:  # one line
+        # a one-element tuple's comma is what makes it a tuple, not a style: it does not follow
+        # the new last item, which would leave ``(a, b,)``
+        keep = trailing and not (isinstance(lit, cst.Tuple) and len(elements) == 1)
         elements[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         comma = [cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))] * (len(new) - 1)
         new = [e.with_changes(comma=c) for e, c in zip(new, comma, strict=False)] + [
-            new[-1].with_changes(comma=last.comma if trailing else cst.MaybeSentinel.DEFAULT)]
+            new[-1].with_changes(comma=last.comma if keep else cst.MaybeSentinel.DEFAULT)]
         return lit.with_changes(elements=elements + new)
     # The line break before the closing bracket: after the trailing comma in a call-like
     # layout, in the bracket's own whitespace in a tuple (which holds a comment after it).

@@ -16,6 +16,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from .._cited import recite
 from .._lines import line_map
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._nesting import too_deep
@@ -23,7 +24,9 @@ from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
-from ._ctx import Analyzer, Edit, Pending
+from ._bindings import drop_clashing_fixes, unused_after
+from ._bounds import bound_fixes
+from ._ctx import Analyzer, Edit, ImportSpec, Pending
 from ._r_env import ENV_PRECHECK
 
 __all__ = ["PRECHECKS", "python_codes", "transform_source"]
@@ -64,7 +67,7 @@ def _isinstance_pgnccl(text: str) -> bool:
 
 # Patterns start with a literal so that the regex engine can skip ahead to it.
 # A literal may be laid out one item per line: up to its first closing bracket, newlines included.
-_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^)\]}]{0,400}?)?(?:[\"']nccl[\"']|Backend\.NCCL\b)"
+_RHS = r"\s*(?:==|!=|not\s+in\b|in\b)\s*(?:[\[({][^)\]}]{0,400}?)?(?:[\"']nccl[\"']|(?:\w+\.)*Backend\.NCCL\b)"
 def _called(names: str) -> Callable[[str], bool]:
     """``names(`` called, or imported under an alias (``from torch.distributed import
     init_process_group as ipg``), after which the text never shows ``names(``."""
@@ -153,32 +156,43 @@ _MAX_PASSES = 4
 def transform_source(source: str, path: str, options: Options, *, precheck: bool = True) -> FileResult:
     """Run every selected NCX1xx rule over ``source``; never raises on bad input.
 
-    When fixes are applied the result is re-checked (as ruff does) until nothing changes,
-    so that one ``--write`` leaves a file on which a second one is a no-op.  Findings of
-    later passes point into the fixed text, which is what --write writes and --diff prints
-    (with ``options.positions_as_given``, into ``source``).
+    The findings of the first pass are the report: their labels say what ``--write`` (``[*]``)
+    and ``--write --unsafe-fixes`` (also ``[unsafe-fix]``) apply, and an applied finding keeps its
+    position in ``source`` in every mode.  When fixes are applied the result is re-checked (as
+    ruff does) until nothing changes, but a later pass applies only the fixes the first one
+    promised (same rule, same line of ``source``, same label): one whose edit had to wait for
+    another in the same node.  A finding that only a fix brought about (an ``isinstance`` that
+    relied on a legacy call a fix rewrote) is left, labelled, for the next run.  Findings left
+    point into the fixed text, which is what --write writes and --diff prints (with
+    ``options.positions_as_given``, into ``source``).
     """
-    result = _one_pass(source, path, options, precheck)
-    applied: list[Finding] = []
-    for _ in range(_MAX_PASSES):
-        if result.new_text is None or result.error is not None:
-            break
-        applied.extend(f for f in result.findings if f.applied)
-        again = _one_pass(result.new_text, path, options, precheck)
+    first = _one_pass(source, path, options, precheck)
+    if first.new_text is None or first.error is not None:
+        return first
+    promised = {(f.code, f.line, f.fix) for f in first.findings if options.wants_fix(f.fix)}
+    done: set[tuple[str, int, FixKind]] = set()
+    text, left = first.new_text, [f for f in first.findings if not f.applied]
+    for _ in range(_MAX_PASSES - 1):
+        back = line_map(source, text, back=True)
+
+        def given(f: Finding, back: dict[int, int] = back) -> tuple[str, int, FixKind]:
+            return f.code, back.get(f.line, f.line), f.fix
+
+        again = _one_pass(text, path, options, precheck, allow=lambda f: given(f) in promised)
         if again.error is not None:
             return FileResult(path=path, error=again.error)
-        again_new = again.new_text if again.new_text is not None else result.new_text
-        result = FileResult(path=path, findings=again.findings, new_text=again_new)
+        done.update(given(f) for f in again.findings if f.applied)
+        left = [f for f in again.findings if not f.applied]
         if again.new_text is None:
             break
-    if applied:
-        left = [f for f in result.findings if not f.applied]
-        if options.positions_as_given and result.new_text is not None:
-            _lines_back(source, result.new_text, left)
-        result.findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
-        if result.new_text == source:
-            result.new_text = None
-    return result
+        text = again.new_text
+    if options.positions_as_given:
+        _lines_back(source, text, left)
+    applied = [f for f in first.findings if f.applied or (f.code, f.line, f.fix) in done]
+    for f in applied:
+        f.applied = True
+    findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
+    return FileResult(path=path, findings=findings, new_text=None if text == source else text)
 
 
 def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
@@ -186,6 +200,7 @@ def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
     back = line_map(old, new, back=True)
     for f in findings:
         f.line = back.get(f.line, f.line)
+        recite(f, lambda n: f"line {back.get(n, n)}")
 
 
 def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:
@@ -219,7 +234,8 @@ def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, 
     return spans
 
 
-def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileResult:
+def _one_pass(source: str, path: str, options: Options, precheck: bool,
+              allow: Callable[[Finding], bool] = lambda f: True) -> FileResult:
     active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
         active = _prechecked(source, active)
@@ -250,10 +266,12 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
             continue
         kept.append(p)
     kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
+    drop_clashing_fixes(analyzer, kept)  # in every mode: the label is what --write applies
+    bound_fixes(kept, options)
     result = FileResult(path=path, findings=[p.finding for p in kept])
-    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix)]
+    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix) and allow(p.finding)]
     if wanted:
-        new_text = _apply(module, wanted)
+        new_text = _apply(analyzer, wanted)
         if new_text is None:
             result.error = "internal error: a fix produced code that does not parse; no fix applied"
         elif new_text != source:
@@ -261,6 +279,30 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
             for p in wanted:
                 p.finding.applied = True
     return result
+
+
+# Comments that are instructions, not explanations: a notebook's cell marker, ncclx's own,
+# formatters' and linters' (they stay when the statement below them goes).
+_DIRECTIVE = re.compile(r"#\s*(?:ncclx|fmt:|type:|pylint:|noqa|isort:|mypy:|pyright:)")
+
+
+def _kept_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The leading lines of a removed statement that stay: all up to its last blank line, and
+    the directives after it.  The comment lines right above it explain it alone and go with it;
+    a comment separated from it by a blank line (a section header) stays, as in the other file
+    kinds (_files/_comments.py)."""
+    last = max((i for i, el in enumerate(lines) if el.comment is None), default=-1)
+    return [*lines[: last + 1],
+            *(el for el in lines[last + 1:] if el.comment is not None and _DIRECTIVE.match(el.comment.value))]
+
+
+def _joined(first: list[cst.EmptyLine], then: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """``first`` then ``then``, without doubling the blank lines where they meet."""
+    rest = list(then)
+    if first and first[-1].comment is None:
+        while rest and rest[0].comment is None:
+            rest.pop(0)
+    return [*first, *rest]
 
 
 def _blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
@@ -277,8 +319,8 @@ class _Apply(cst.CSTTransformer):
     def __init__(self, edits: dict[int, list[Edit]]) -> None:
         super().__init__()
         self.edits = edits
-        # Blank lines that separated a removed statement from the code above it; they go to
-        # the next statement (the comment lines above a removed statement go with it).
+        # Leading lines of a removed statement that stay (blank lines, a comment a blank line
+        # separates from it); they go to the next statement (_kept_head).
         self.carry: list[cst.EmptyLine] = []
         self.carry_to: dict[int, list[cst.EmptyLine]] = {}
 
@@ -296,10 +338,12 @@ class _Apply(cst.CSTTransformer):
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             carried = self.carry_to.pop(id(original_node), [])
             if isinstance(result, cst.RemovalSentinel):
-                self.carry = carried or _blank_head(original_node.leading_lines)
-            elif (carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                  and not _blank_head(result.leading_lines)):
-                result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
+                self.carry = _joined(carried, _kept_head(original_node.leading_lines))
+            elif carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                if any(el.comment is not None for el in carried):
+                    result = result.with_changes(leading_lines=_joined(carried, result.leading_lines))
+                elif not _blank_head(result.leading_lines):
+                    result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
         return result
 
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
@@ -353,6 +397,8 @@ class _Apply(cst.CSTTransformer):
 
 
 _Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
+_T = TypeVar("_T")
+_S = TypeVar("_S", cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 def _last_comma(
@@ -403,28 +449,68 @@ def _emptied(old: Sequence[cst.Arg], new: Sequence[cst.Arg]) -> bool:
             and isinstance(old[0].value, cst.Dict) and bool(old[0].value.elements))
 
 
-def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
+def _keeping_lines(base: type[_T]) -> type[_T]:
+    """``base`` (libcst's RemoveImportsVisitor) where a removed import line's leading lines go
+    as a removed statement's do (_kept_head: blank lines, a comment a blank line separates and
+    directives such as a notebook's cell marker stay, on the next statement)."""
+
+    class Keeping(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            self.carry: list[cst.EmptyLine] = []
+
+        def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                      updated_node: cst.SimpleStatementLine) -> cst.CSTNode | cst.RemovalSentinel:
+            if not updated_node.body:
+                self.carry = _joined(self.carry, _kept_head(original_node.leading_lines))
+                return cst.RemoveFromParent()
+            return self._take(updated_node)
+
+        def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+            out: cst.Module = super().leave_Module(original_node, updated_node)
+            if self.carry:  # nothing followed: the lines close the module
+                out = out.with_changes(footer=[*self.carry, *out.footer])
+            return out
+
+        def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
+            result = super().on_leave(original_node, updated_node)
+            if isinstance(result, cst.BaseCompoundStatement):
+                result = self._take(result)
+            return result
+
+        def _take(self, node: _S) -> _S:
+            if not self.carry:
+                return node
+            lines, self.carry = _joined(self.carry, node.leading_lines), []
+            return node.with_changes(leading_lines=lines)
+
+    return Keeping
+
+
+def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
-    imports: list[tuple[str, str | None]] = []
-    unused: list[tuple[str, str | None, str | None]] = []
+    imports: list[ImportSpec] = []
+    unused: list[ImportSpec] = []
     for p in wanted:
         for node, edit in p.edits:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
         unused.extend(p.unused)
-    new = module.visit(_Apply(edits))
-    if imports or unused:  # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+    # an import whose last use a fix removed goes too (only those: one the file never used stays)
+    unused.extend(unused_after(analyzer))
+    new = analyzer.module.visit(_Apply(edits))
+    # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
     if unused:  # only imports a fix stopped using, and only when nothing else uses them
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(unused):
             RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, asname)
-        new = RemoveImportsVisitor(ctx).transform_module(new)
+        new = _keeping_lines(RemoveImportsVisitor)(ctx).transform_module(new)
     if imports:
         ctx = CodemodContext()
-        for mod, obj in dict.fromkeys(imports):
-            AddImportsVisitor.add_needed_import(ctx, mod, obj)
+        for mod, obj, asname in dict.fromkeys(imports):
+            AddImportsVisitor.add_needed_import(ctx, mod, obj, asname)
         new = AddImportsVisitor(ctx).transform_module(new)
     code = new.code
     try:
@@ -434,4 +520,4 @@ def _apply(module: cst.Module, wanted: list[Pending]) -> str | None:
     return code
 
 
-_ = (Finding, FixKind, re)  # re-exported types used by callers' annotations
+_ = (FixKind, re)  # re-exported types used by callers' annotations

@@ -7,7 +7,8 @@ import re
 import libcst as cst
 
 from .._model import FixKind
-from ._ctx import Analyzer, Edit, on
+from ._bindings import shim_import
+from ._ctx import Analyzer, Edit, ImportSpec, on
 from ._edits import extend_literal, replace_with
 from ._wrap import statement_expr, wrap_edit
 
@@ -121,8 +122,15 @@ def _classes_ref(a: Analyzer) -> tuple[str, list[tuple[cst.CSTNode, Edit]], list
         f"    if hasattr({dist}, _n)\n"
         ")\n"
     )
+    # Separated from the imports as the code after them is (a blank line in a module; none in a
+    # notebook cell that uses none): the block reads like the rest of the file.
+    body: list[cst.CSTNode] = list(a.module.body)
+    after = body[body.index(anchor) + 1] if anchor in body and body.index(anchor) + 1 < len(body) else None
+    blanks = 1
+    if isinstance(after, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        blanks = min(1, len(_blank_lines(after)))
     define = define.with_changes(leading_lines=[
-        cst.EmptyLine(),
+        *[cst.EmptyLine()] * blanks,
         cst.EmptyLine(comment=cst.Comment(
             "# The NCCL process-group classes this torch has (nccl2's is not a ProcessGroupNCCL).")),
     ])
@@ -172,10 +180,17 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         return
     if _is_nccl_class(a, cls):
         if a.options.use_shim and node.func.value == "isinstance":
-            new: cst.BaseExpression = cst.parse_expression(f"is_nccl({a.code(node.args[0].value)})")
-            p = a.report(node, "NCX110", "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()",
-                         FixKind.SAFE, replace_with(node, new), [("ncclx_migrate.backend", "is_nccl")],
-                         detail=msg + "; use ncclx_migrate.backend.is_nccl.")
+            short = "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()"
+            shim = shim_import(a, "is_nccl", node)
+            if isinstance(shim, str):
+                a.report(node, "NCX110", short, detail=msg + f"; use ncclx_migrate.backend.is_nccl. {shim}")
+                return
+            new: cst.BaseExpression = cst.parse_expression(f"{shim[0]}({a.code(node.args[0].value)})")
+            p = a.report(node, "NCX110", short, FixKind.UNSAFE, replace_with(node, new), [shim[1]],
+                         detail=msg + "; use ncclx_migrate.backend.is_nccl. Unsafe: is_nccl() is also True "
+                         "for a ProcessGroup with an NCCL backend (isinstance: False on every release) and "
+                         "raises TypeError for an object that is neither a group, a backend nor a backend name "
+                         "(isinstance: False).")
             p.unused.extend(_unused_candidates(a, [cls]))
             return
         ref = _classes_ref(a)
@@ -186,6 +201,7 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, [*replace_with(cls, cst.Name(const)), *edits],
                      imports, detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, [cls]))
+        p.reads.append(_CLASSES_CONST)
     else:
         assert isinstance(cls, cst.Tuple)
         ref = _classes_ref(a)
@@ -202,6 +218,7 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         p = a.report(node, "NCX110", _ISINSTANCE_SHORT, FixKind.SAFE, edits, imports,
                      detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, replaced))
+        p.reads.append(_CLASSES_CONST)
 
 
 _ISINSTANCE_SHORT = "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class"
@@ -301,6 +318,7 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
                      FixKind.SAFE, [*replace_with(node, new), *edits], imports,
                      detail=msg + "; test against every NCCL class that exists.")
         p.unused.extend(_unused_candidates(a, [right]))
+        p.reads.append(_CLASSES_CONST)
         return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
         left, right = right, left
@@ -416,13 +434,18 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
     if (name in ("get_runtime_nccl_version", "get_build_nccl_version") and isinstance(call, cst.Call)
             and call.func is node and not call.args and _is_backend_obj(a, recv)):
         if a.options.use_shim:
-            helper = "runtime_nccl_version" if "runtime" in name else "build_nccl_version"
-            a.report(node, "NCX111", short, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{helper}()")),
-                     [("ncclx_migrate.backend", helper)], detail=msg)
+            shim = shim_import(a, "runtime_nccl_version" if "runtime" in name else "build_nccl_version", call)
+            if isinstance(shim, str):
+                a.report(node, "NCX111", short, detail=f"{msg} {shim}")
+            else:
+                a.report(node, "NCX111", short, FixKind.SAFE, replace_with(call, cst.parse_expression(f"{shim[0]}()")),
+                         [shim[1]], detail=msg)
         elif (ref := _dist_ref(a)) is not None:
             dist, dimports = ref
-            a.report(node, "NCX111", short, FixKind.SAFE,
-                     replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports, detail=msg)
+            p = a.report(node, "NCX111", short, FixKind.SAFE,
+                         replace_with(call, cst.parse_expression(f"{dist}.ProcessGroupNCCL.{name}()")), dimports,
+                         detail=msg)
+            p.reads.append(dist.split(".", 1)[0])
         else:
             a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
         return
@@ -434,18 +457,26 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
         assert isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute)
         group = a.code(src.func.value)
         td = a.code(call.args[0].value)
+        reads: list[str] = []
         if a.options.use_shim:
-            new = cst.parse_expression(f"set_timeout({td}, group={group})")
-            imports: list[tuple[str, str | None]] = [("ncclx_migrate.backend", "set_timeout")]
+            shim = shim_import(a, "set_timeout", call)
+            if isinstance(shim, str):
+                a.report(node, "NCX111", short, detail=f"{msg} {shim}")
+                return
+            new = cst.parse_expression(f"{shim[0]}({td}, group={group})")
+            imports: list[tuple[str, str | None] | ImportSpec] = [shim[1]]
         else:
             ref = _dist_ref(a)
             if ref is None:
                 a.report(node, "NCX111", short, detail=msg + f". {_NO_MODULE_TORCH_111}")
                 return
-            dist, imports = ref
+            dist, dimports = ref
+            imports = [*dimports]
+            reads.append(dist.split(".", 1)[0])
             new = cst.parse_expression(f"{dist}.set_timeout({td}, {group})")
-        a.report(node, "NCX111", short, FixKind.UNSAFE, replace_with(call, new), imports,
-                 detail=msg + " (set_timeout also applies to the group's other backends)")
+        p = a.report(node, "NCX111", short, FixKind.UNSAFE, replace_with(call, new), imports,
+                     detail=msg + " (set_timeout also applies to the group's other backends)")
+        p.reads.extend(reads)
         return
     a.report(node, "NCX111", short, detail=msg)
 
@@ -482,9 +513,15 @@ def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg:
     j = next((k for k in range(i + 1, len(body)) if _is_bare_call(body[k], recv_code, "_group_end", a)), None)
     if j is None or any(_is_bare_call(body[k], recv_code, "_group_start", a) for k in range(i + 1, j)):
         return False
+    short = "_group_start does not exist under nccl2: use ncclx_migrate.backend.coalescing"
+    shim = shim_import(a, "coalescing", block)
+    if isinstance(shim, str):
+        a.report(node, "NCX111", short, detail=f"{msg} {shim}")
+        return True
     n = len(body)
-    head = cst.parse_statement(f"with coalescing(group={group}):\n    pass\n")
+    head = cst.parse_statement(f"with {shim[0]}(group={group}):\n    pass\n")
     assert isinstance(head, cst.With)
+    gone = _only_backend_binding(a, recv, body[:i])
 
     def edit(u: cst.IndentedBlock | cst.Module) -> cst.IndentedBlock | cst.Module:
         stmts = list(u.body)
@@ -493,13 +530,61 @@ def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg:
         inner = stmts[i + 1:j] or [cst.SimpleStatementLine([cst.Pass()])]
         inner = [inner[0].with_changes(leading_lines=[]), *inner[1:]] if hasattr(inner[0], "leading_lines") else inner
         with_stmt = head.with_changes(body=head.body.with_changes(body=inner), leading_lines=line.leading_lines)
-        return u.with_changes(body=[*stmts[:i], with_stmt, *stmts[j + 1:]])
+        rest: list[cst.BaseStatement] = [with_stmt, *stmts[j + 1:]]
+        before = stmts[:i]
+        if gone is not None:  # the backend was fetched only for the pair: its line goes too
+            after = [*before[gone + 1:], *rest]
+            nxt = after[0]
+            if isinstance(nxt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                after[0] = nxt.with_changes(leading_lines=[*_blank_lines(before[gone]), *nxt.leading_lines])
+            return u.with_changes(body=[*before[:gone], *after])
+        return u.with_changes(body=[*before, *rest])
 
-    a.report(node, "NCX111", "_group_start does not exist under nccl2: use ncclx_migrate.backend.coalescing",
-             FixKind.UNSAFE, [(block, edit)], [("ncclx_migrate.backend", "coalescing")],
+    a.report(node, "NCX111", short, FixKind.UNSAFE, [(block, edit)], [shim[1]],
              detail=msg + " Rewritten to ncclx_migrate.backend.coalescing (torch's _coalescing_manager: "
              "the block waits for the batch on exit and takes one kind of collective).")
     return True
+
+
+def _blank_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The blank lines that open a statement's leading lines (its comments explain it alone)."""
+    out: list[cst.EmptyLine] = []
+    for el in getattr(stmt, "leading_lines", ()):
+        if el.comment is not None:
+            break
+        out.append(el)
+    return out
+
+
+def _only_backend_binding(a: Analyzer, recv: cst.BaseExpression, before: list[cst.BaseStatement]) -> int | None:
+    """The index in ``before`` of ``recv = G._get_backend(...)`` when ``recv`` is a local that
+    nothing but that line and the ``_group_start``/``_group_end`` pair uses (after the rewrite it
+    would be an unused variable, pyflakes F841); None otherwise."""
+    if not isinstance(recv, cst.Name) or _backend_source(a, recv) is None:
+        return None
+    func = a.enclosing_function()
+    if func is None:
+        return None
+    uses = [n for n in _names(func) if n == recv.value]
+    if len(uses) != 3:
+        return None
+    for k, st in enumerate(before):
+        if (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
+                and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Name)
+                and st.body[0].targets[0].target.value == recv.value):
+            return k
+    return None
+
+
+def _names(node: cst.CSTNode) -> list[str]:
+    found: list[str] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n.value)
+
+    node.visit(_V())
+    return found
 
 
 # --- NCX112 ---

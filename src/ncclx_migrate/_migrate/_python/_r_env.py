@@ -16,13 +16,24 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..._envvars import ENV_VARS, TOGGLE_VAR, EnvKind, EnvVar, Fix, lookup, toggle_meaning
+from ..._envvars import (
+    ENV_VARS,
+    TOGGLE_VAR,
+    EnvKind,
+    EnvVar,
+    Fix,
+    drop_allowed,
+    drop_blocked,
+    lookup,
+    toggle_meaning,
+)
 from .._model import FixKind
 from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
-from ._edits import remove, remove_statement, split_call, string_like
+from ._edits import insert_after, remove, remove_statement, split_call, string_like
 from ._flow import resolve
 from ._scope import Scope
+from ._wrap import wrap_assigned
 
 __all__ = ["ENV_PRECHECK"]
 
@@ -141,7 +152,7 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
         new_target = cst.AssignTarget(
             target=sub.with_changes(slice=[cst.SubscriptElement(cst.Index(string_like(key, new_name)))])
         )
-        return [(node, lambda u: u.with_changes(targets=[*u.targets, new_target]))]
+        return [(node, lambda u: wrap_assigned(a, node, u.with_changes(targets=[*u.targets, new_target])))]
 
     site.add_builder = add
 
@@ -160,7 +171,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 site = _new_site(a, arg, arg.keyword.value, None, arg.value)
                 if site is not None:
                     site.removal = remove(arg)
-                    site.add_builder = _kw_adder(arg)
+                    site.add_builder = _kw_adder(a, node, arg)
                     small, line = a.statement()
                     if (attr == "update" and isinstance(func, cst.Attribute) and isinstance(small, cst.Expr)
                             and isinstance(arg.value, (cst.SimpleString, cst.Integer))):
@@ -193,13 +204,12 @@ def _call(a: Analyzer, node: cst.Call) -> None:
                 site.keep_builder = _keep_after(a, line, func.value, first.value)
 
 
-def _kw_adder(arg: cst.Arg) -> object:
+def _kw_adder(a: Analyzer, call: cst.Call, arg: cst.Arg) -> object:
     if not isinstance(arg.value, _SIMPLE):
         return None
 
     def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
-        new_arg = arg.with_changes(keyword=cst.Name(new_name))
-        return [(arg, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_arg]))]
+        return insert_after(a, call, arg, arg.with_changes(keyword=cst.Name(new_name)))
 
     return add
 
@@ -215,12 +225,13 @@ def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
     if site is None:
         return
     site.removal = remove(node)
-    if isinstance(node.value, _SIMPLE):
+    container, arg, call = a.parent(), a.parent(2), a.parent(3)
+    if isinstance(node.value, _SIMPLE) and isinstance(container, cst.Dict):
         key = node.key
+        outer = call if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) else None
 
-        def add(new_name: str) -> list[tuple[cst.CSTNode, Edit]]:
-            new_el = node.with_changes(key=string_like(key, new_name))
-            return [(node, lambda u: cst.FlattenSentinel([u.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new_el]))]
+        def add(new_name: str, d: cst.Dict = container) -> list[tuple[cst.CSTNode, Edit]]:
+            return insert_after(a, d, node, node.with_changes(key=string_like(key, new_name)), outer)
 
         site.add_builder = add
 
@@ -380,13 +391,18 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         msg = f"{row.name} does nothing on torch 2.15: delete it"
     builder = site.add_builder if callable(site.add_builder) else None
     keep = site.keep_builder if callable(site.keep_builder) and alone else None
+    drop = drop_allowed(row, o.target_torch)  # an older supported release may still read it
+    if not drop and row.unsafe_fix is Fix.RENAME:
+        detail += drop_blocked(row, o.target_torch)
+        if row.kind is EnvKind.OBSOLETE:
+            msg = f"{row.name} is still read by torch {o.target_torch[0]}.{o.target_torch[1]} (supported here): keep it"
     if rep is not None and rep in set_names:
         # The new name is already set in this file: the safe part is done.
-        if row.unsafe_fix is Fix.RENAME and site.removal:
+        if row.unsafe_fix is Fix.RENAME and site.removal and drop:
             a.report(site.node, code, f"{row.name} is deprecated and redundant here: remove it",
                      FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME:
+    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME and drop:
         if rep is None:
             a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
             return
@@ -416,10 +432,10 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
     if row.unsafe_fix is Fix.ADD and rep is not None and builder is not None:
         a.report(site.node, code, msg, FixKind.UNSAFE, builder(rep), detail=detail)
         return
-    if row.unsafe_fix is Fix.RENAME and rep is None:
+    if row.unsafe_fix is Fix.RENAME and rep is None and drop:
         a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None:
+    if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None and drop:
         key2 = site.key
         a.report(site.node, code, f"{row.name} is deprecated: use {rep}", FixKind.UNSAFE,
                  [(key2, lambda u: string_like(key2, rep))], detail=detail)

@@ -28,7 +28,7 @@ import libcst as cst
 from ._ctx import Analyzer, Edit
 from ._edits import Lit, line_break
 
-__all__ = ["statement_expr", "wrap_edit"]
+__all__ = ["statement_expr", "wrap_assigned", "wrap_edit"]
 
 # Statement -> the attribute holding its expression.
 _SLOTS: dict[type[cst.CSTNode], str] = {
@@ -181,3 +181,47 @@ def _split_ops(e: cst.BaseExpression, down: cst.ParenthesizedWhitespace) -> cst.
         return e.with_changes(left=_split_ops(e.left, down), right=_split_ops(e.right, down),
                               operator=e.operator.with_changes(whitespace_before=down))
     return e
+
+
+def wrap_assigned(a: Analyzer, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+    """``updated`` (``original`` with a target added: ``a = b = value``) as black lays it out when
+    its first line outgrows the length: the value's call split at its bracket when the line up to
+    it fits, else the value between parentheses on a line of its own.  A value with a comment, or
+    that does not fit either way, is left as it is."""
+    rng = a.pos(original)
+    line = a.line(rng.start.line)
+    indent = line[: len(line) - len(line.lstrip())]
+    limit = a.line_length()
+    value = updated.value
+    head = indent + "".join(_code(t) for t in updated.targets)
+    code = _code(value)
+    if "#" in code or len(head + code.split("\n", 1)[0]) <= limit:
+        return updated
+    flat = value
+    if "\n" in code:  # a call already split at its bracket: its arguments on one line again
+        if not (isinstance(value, cst.Call) and all("\n" not in _code(arg.value) for arg in value.args)):
+            return updated
+        args = [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(value.args) - 1
+                                 else cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
+                for i, arg in enumerate(value.args)]
+        flat = value.with_changes(args=args, whitespace_before_args=cst.SimpleWhitespace(""))
+    if isinstance(flat, cst.Call) and flat.args and len(head) + len(_code(flat.func)) + 1 <= limit:
+        split = _split_args(flat, indent, limit)
+        if split is not None:
+            return updated.with_changes(value=split)
+    if len(indent) + 4 + len(_code(flat)) <= limit and not getattr(flat, "lpar", ()):
+        return updated.with_changes(value=flat.with_changes(
+            lpar=[cst.LeftParen(whitespace_after=line_break(indent + "    "))],
+            rpar=[cst.RightParen(whitespace_before=line_break(indent))]))
+    return updated
+
+
+def _split_args(call: cst.Call, indent: str, limit: int) -> cst.Call | None:
+    """``call``'s arguments on the line after its bracket (black's right-hand split), if they fit."""
+    inner = indent + "    "
+    body = ", ".join(_code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args)
+    if len(inner) + len(body) > limit:
+        return None
+    args = list(call.args)
+    args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=line_break(indent))
+    return call.with_changes(args=args, whitespace_before_args=line_break(inner))

@@ -1,0 +1,322 @@
+"""The safe API rewrites (NCX110, NCX112, NCX133) of every fixture, evaluated on real torch objects.
+
+The env fixes have their own harness (test_safe_differential.py).  Here each applied safe fix
+of NCX110/NCX112/NCX133 in tests/fixtures/python is taken apart into the predicate it changes,
+and the original and the rewrite are evaluated against real torch 2.15 objects:
+
+- NCX110 (an NCCL test): the expression the finding points at becomes ``def _pred(free names):
+  return EXPR`` in a module with the fixture's imports; that module is fixed by
+  ``transform_source`` and both are run with every free name bound to one input: a real gloo
+  group (``init_process_group("gloo")`` on 127.0.0.1, world size 1, once per module) and its
+  gloo backend, the real ProcessGroupNCCL / ProcessGroupNCCL2 / ProcessGroupNCCLLazy classes
+  and instances made without a GPU (``cls.__new__(cls)``), while ``get_backend`` returns what
+  it returns for each backend ("nccl", ``Backend.NCCL``, "nccl2", "nccl-legacy", "nccl-lazy",
+  "gloo");
+- NCX112 (a handler): the ``except`` clause before and after catches, or not, the error each
+  torch raises (ValueError on legacy, RuntimeError / DistBackendError under nccl2, others);
+- NCX133 (the ``lazy_init`` guard): the statement before and after runs against the real
+  Options of every NCCL class.
+
+A rewrite must answer as the original did for legacy NCCL and for everything that is not NCCL,
+and for every other NCCL implementation as the original did for legacy NCCL.  The originals
+themselves fail that (test_the_originals_fail_it), so the harness can fail.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ncclx_migrate._migrate._lines import line_map
+from ncclx_migrate._migrate._python import transform_source
+
+from .test_fixtures import CASES, FIXTURES, options_for
+
+torch = pytest.importorskip("torch")
+dist = torch.distributed
+
+_CODES = ("NCX110", "NCX112", "NCX133")
+
+
+@dataclasses.dataclass(frozen=True)
+class Input:
+    name: str
+    obj: object
+    backend: str  # what get_backend returns
+    kind: str  # "legacy", "other" (another NCCL), "none" (not NCCL)
+    form: str  # "instance" or "class": an "other" input is compared with the legacy one of its form
+
+
+@pytest.fixture(scope="module")
+def inputs() -> Iterator[list[Input]]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        pg = dist.group.WORLD
+        out = [
+            Input("gloo group", pg, "gloo", "none", "instance"),
+            Input("gloo backend", pg._get_backend(torch.device("cpu")), "gloo", "none", "instance"),
+            Input("ProcessGroupGloo", dist.ProcessGroupGloo, "gloo", "none", "class"),
+        ]
+        legacy = dist.ProcessGroupNCCL
+        out += [
+            Input("ProcessGroupNCCL()", legacy.__new__(legacy), "nccl", "legacy", "instance"),
+            Input("ProcessGroupNCCL() as Backend.NCCL", legacy.__new__(legacy), dist.Backend.NCCL, "legacy",
+                  "instance"),
+            Input("ProcessGroupNCCL", legacy, "nccl", "legacy", "class"),
+            Input('ProcessGroupNCCL() as "nccl-legacy"', legacy.__new__(legacy), "nccl-legacy", "other", "instance"),
+        ]
+        for cls_name, backend in (("ProcessGroupNCCL2", "nccl2"), ("ProcessGroupNCCLLazy", "nccl-lazy")):
+            cls = getattr(dist, cls_name, None)
+            if cls is not None:
+                out += [Input(f"{cls_name}()", cls.__new__(cls), backend, "other", "instance"),
+                        Input(cls_name, cls, backend, "other", "class")]
+        assert any(i.obj is getattr(dist, "ProcessGroupNCCL2", None) for i in out), "torch 2.15 has nccl2"
+        yield out
+    finally:
+        dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def _get_backend_returns(value: str) -> Iterator[None]:
+    c10d = dist.distributed_c10d
+    saved = dist.get_backend, c10d.get_backend
+    dist.get_backend = c10d.get_backend = lambda group=None: value
+    try:
+        yield
+    finally:
+        dist.get_backend, c10d.get_backend = saved
+
+
+def _observe(fn: Callable[[], object]) -> object:
+    try:
+        return fn()
+    except Exception as exc:  # what it raises is part of the answer
+        return f"raises {type(exc).__name__}"
+
+
+# --- taking the fixtures apart ----------------------------------------------------------------
+@dataclasses.dataclass
+class Predicate:
+    case: str
+    code: str
+    before: str  # module text defining _pred (NCX110) or the clause / statement (NCX112/NCX133)
+    after: str
+
+
+def _nodes_at(src: str, line: int, column: int) -> list[cst.CSTNode]:
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    pos = wrapper.resolve(PositionProvider)
+    return [n for n, r in pos.items() if (r.start.line, r.start.column + 1) == (line, column)]
+
+
+def _is_import(s: cst.CSTNode) -> bool:
+    if isinstance(s, cst.SimpleStatementLine):
+        return all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body)
+    return isinstance(s, cst.Try) and all(_is_import(x) for x in s.body.body)  # try: import ... except
+
+
+def _imports(module: cst.Module) -> str:
+    return "".join(module.code_for_node(s) for s in module.body if _is_import(s))
+
+
+def _free_names(module: cst.Module, expr: cst.BaseExpression) -> list[str]:
+    bound: set[str] = set(dir(builtins))
+
+    class _Imports(cst.CSTVisitor):
+        def visit_ImportAlias(self, al: cst.ImportAlias) -> None:
+            target = al.asname.name if al.asname else al.name
+            bound.add(module.code_for_node(target).split(".")[0])
+
+    for s in module.body:
+        if _is_import(s):
+            s.visit(_Imports())
+    names: list[str] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value not in bound and node.value not in names:
+                names.append(node.value)
+
+    expr.visit(_V())
+    return names
+
+
+def _predicates() -> list[Predicate]:
+    out: list[Predicate] = []
+    for case in CASES:
+        src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
+        options = dataclasses.replace(options_for(src), apply_unsafe=False)
+        result = transform_source(src, case, options)
+        applied = [f for f in result.findings if f.applied and f.code in _CODES]
+        if not applied or result.new_text is None:
+            continue
+        module = cst.parse_module(src)
+        new_module = cst.parse_module(result.new_text)
+        forward = line_map(src, result.new_text)
+        for f in applied:
+            nodes = _nodes_at(src, f.line, f.column)
+            if f.code == "NCX110":
+                expr = max((n for n in nodes if isinstance(n, (cst.Call, cst.Comparison))),
+                           key=lambda n: len(module.code_for_node(n)))
+                text = module.code_for_node(expr)
+                params = ", ".join(_free_names(module, expr))
+                before = f"{_imports(module)}\n\ndef _pred({params}):\n    return (\n{text}\n    )\n"
+                again = transform_source(before, case, dataclasses.replace(options, line_length=200))
+                assert any(g.applied and g.code == "NCX110" for g in again.findings), \
+                    f"{case}:{f.line}: the predicate alone is not rewritten as in the file"
+                assert again.new_text is not None
+                out.append(Predicate(case, f.code, before, again.new_text))
+            elif f.code == "NCX112":
+                handler = next(n for n in nodes if isinstance(n, cst.ExceptHandler))
+                after = _handler_at(new_module, result.new_text, forward[f.line])
+                assert handler.type is not None and after.type is not None
+                out.append(Predicate(case, f.code, _imports(module) + "\0" + module.code_for_node(handler.type),
+                                     _imports(new_module) + "\0" + new_module.code_for_node(after.type)))
+            else:
+                stmt = next(n for n in nodes if isinstance(n, cst.Assign))
+                new_stmt = _statement_at(new_module, result.new_text, forward[f.line])
+                out.append(Predicate(case, f.code, module.code_for_node(stmt), new_module.code_for_node(new_stmt)))
+    return out
+
+
+def _handler_at(module: cst.Module, text: str, line: int) -> cst.ExceptHandler:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    pos = wrapper.resolve(PositionProvider)
+    return next(n for n, r in pos.items() if isinstance(n, cst.ExceptHandler) and r.start.line == line)
+
+
+def _statement_at(module: cst.Module, text: str, line: int) -> cst.CSTNode:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    pos = wrapper.resolve(PositionProvider)
+    return next(n for n, r in pos.items() if isinstance(n, (cst.If, cst.SimpleStatementLine))
+                and r.start.line <= line <= r.end.line and "lazy_init" in module.code_for_node(n))
+
+
+PREDICATES = _predicates()
+
+
+def test_every_api_rule_is_covered() -> None:
+    assert {p.code for p in PREDICATES} == set(_CODES)
+    assert len(PREDICATES) >= 15
+
+
+# --- evaluating them ----------------------------------------------------------------------------
+def _answers_110(module_text: str, inputs: list[Input]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for i in inputs:
+        with _get_backend_returns(i.backend):
+            ns: dict[str, Any] = {"__name__": "_pred_module"}
+            exec(compile(module_text, "<pred>", "exec"), ns)
+            pred = ns["_pred"]
+            n = pred.__code__.co_argcount
+            out[i.name] = _observe(lambda pred=pred, n=n, i=i: pred(*[i.obj] * n))
+    return out
+
+
+_ERRORS: list[tuple[str, BaseException, str]] = [
+    ("ValueError (legacy, no GPU)", ValueError("ProcessGroupNCCL is only supported with GPUs"), "legacy"),
+    ("RuntimeError (nccl2, no GPU)", RuntimeError("nccl2 requires at least one CUDA device"), "other"),
+    ("DistBackendError (nccl2)", dist.DistBackendError("nccl2 requires at least one CUDA device"), "other"),
+    ("KeyError", KeyError("x"), "none"),
+    ("TypeError", TypeError("x"), "none"),
+]
+
+
+def _answers_112(spec: str) -> dict[str, object]:
+    imports, clause = spec.split("\0")
+    ns: dict[str, Any] = {}
+    exec(compile(imports, "<imports>", "exec"), ns)
+    caught = eval(compile(f"({clause})", "<except>", "eval"), ns)
+    out: dict[str, object] = {}
+    for name, exc, _ in _ERRORS:
+        try:
+            raise exc
+        except caught:
+            out[name] = True
+        except BaseException:
+            out[name] = False
+    return out
+
+
+def _options() -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for cls_name in ("ProcessGroupNCCL", "ProcessGroupNCCL2"):
+        cls = getattr(dist, cls_name, None)
+        if cls is not None:
+            out.append((f"{cls_name}.Options()", cls.Options()))
+    return out
+
+
+def _answers_133(stmt: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, opts in _options():
+        fresh = type(opts)()
+        ns: dict[str, Any] = {_receiver(stmt): fresh}
+        out[name] = _observe(lambda ns=ns: exec(compile(stmt.strip() + "\n", "<stmt>", "exec"), ns))
+        out[name + " lazy_init"] = getattr(fresh, "lazy_init", None)
+    return out
+
+
+def _receiver(stmt: str) -> str:
+    """``opts`` in ``opts.lazy_init = ...`` and in ``if hasattr(opts, "lazy_init"): ...``."""
+    return stmt.split(".lazy_init", 1)[0].replace("if hasattr(", "").strip().split()[-1]
+
+
+def _judge(before: dict[str, object], after: dict[str, object], kinds: dict[str, str],
+           legacy_of: dict[str, str]) -> list[str]:
+    wrong = []
+    for name, kind in kinds.items():
+        want = before[name] if kind != "other" else before[legacy_of[name]]
+        if after[name] != want:
+            wrong.append(f"{name}: {after[name]!r}, want {want!r}")
+    return wrong
+
+
+def _check(p: Predicate, inputs: list[Input], after: str) -> list[str]:
+    if p.code == "NCX110":
+        kinds = {i.name: i.kind for i in inputs}
+        legacy = {i.form: i.name for i in inputs if i.kind == "legacy"}
+        legacy_of = {i.name: legacy[i.form] for i in inputs}
+        return _judge(_answers_110(p.before, inputs), _answers_110(after, inputs), kinds, legacy_of)
+    if p.code == "NCX112":
+        # A handler that caught the error of one NCCL implementation (ValueError on legacy, and
+        # for bitwise ops on 2.15's nccl2; RuntimeError on 2.14's) must catch every one's.
+        before = _answers_112(p.before)
+        nccl = [name for name, _, kind in _ERRORS if kind != "none"]
+        before["any NCCL error"] = any(before[n] for n in nccl)
+        kinds = {name: "other" if kind != "none" else kind for name, _, kind in _ERRORS}
+        return _judge(before, _answers_112(after), kinds, dict.fromkeys(nccl, "any NCCL error"))
+    before = _answers_133(p.before)
+    return _judge(before, _answers_133(after), {k: "none" for k in before}, {})
+
+
+@pytest.mark.parametrize("p", PREDICATES, ids=[f"{p.case}-{p.code}-{k}" for k, p in enumerate(PREDICATES)])
+def test_rewrite_answers_as_legacy_did(p: Predicate, inputs: list[Input]) -> None:
+    assert not _check(p, inputs, p.after)
+
+
+def test_the_originals_fail_it(inputs: list[Input]) -> None:
+    """Left as they were, the NCX110 and NCX112 predicates fail the harness."""
+    for p in PREDICATES:
+        if p.code != "NCX133":
+            assert _check(p, inputs, p.before), f"{p.case}: the harness cannot tell the original from a fix"
+
