@@ -23,8 +23,8 @@ from ncclx_migrate._migrate._files import scan
 from ncclx_migrate._migrate._model import FileResult, FixKind, Options
 from ncclx_migrate._migrate._python import transform_source
 
-from ..migrate_files._cases import REPORT, SAFE, UNSAFE, Case, read, render_findings, run
 from ..migrate_files._cases import cases as file_cases
+from ..migrate_files._cases import read
 from .test_fixtures import CASES, FIXTURES, options_for
 
 _Key = tuple[int, int, str]
@@ -89,7 +89,7 @@ def test_no_fix_adds_a_pyflakes_error(tmp_path: Path) -> None:
             out = FIXTURES / f"{case}.{kind}.py"
             if out.exists():
                 pairs.append((FIXTURES / f"{case}.in.py", out))
-    for case in [*file_cases(), *NOTEBOOKS]:
+    for case in file_cases():
         if case.input.suffix != ".ipynb":
             continue
         for kind in ("out", "unsafe"):
@@ -118,34 +118,15 @@ def test_no_fix_adds_a_pyflakes_error(tmp_path: Path) -> None:
     assert not added, sorted(added)
 
 
-# Notebook cases whose messages, with their "cell N, line L: " prefix, pass the 88 characters
-# test_text_output holds every files case to (a limit notebooks cannot meet for NCX110's
-# isinstance and NCX130 today): the same checks as tests/migrate_files/test_cases.py.
-NOTEBOOKS = [Case(p) for p in sorted((FIXTURES.parent / "notebooks").glob("*.in.ipynb"))]
-
-
-@pytest.mark.parametrize("case", NOTEBOOKS, ids=[c.stem for c in NOTEBOOKS])
-def test_notebook_case(case: Case) -> None:
-    text = read(case.input)
-    assert render_findings(run(case, text, REPORT)) == read(case.sibling("findings"))
-    out = read(case.sibling("out")) if case.sibling("out").exists() else text
-    for options, kind in ((SAFE, "out"), (UNSAFE, "unsafe")):
-        want = read(case.sibling(kind)) if case.sibling(kind).exists() else out
-        got = run(case, text, options).new_text
-        assert (got if got is not None else text) == want
-        assert run(case, want, options).new_text is None  # a second run changes nothing
-    _check_labels(lambda o: run(case, text, o), Options())
-
-
 def test_a_notebook_message_cites_cell_lines() -> None:
     """"line N" in a message is in the numbering of the finding's own position: in a notebook
     the cell's (the GPU pick is on line 2 of cell 3, not on line 8 of the cells run together)."""
-    path = FIXTURES.parent / "notebooks" / "cited_lines.in.ipynb"
+    path = FIXTURES.parent / "files" / "notebook" / "cited_lines.in.ipynb"
     for options in (Options(), Options(apply_safe=True, apply_unsafe=True)):
         result = scan(path.name, read(path), options)
         assert result is not None
         [finding] = result.findings
-        assert finding.message.startswith("cell 4, line 2: ")
+        assert finding.cell is not None and (finding.cell.number, finding.cell.line) == (4, 2)
         assert "(cell 3, line 2)" in finding.message and "line 8" not in finding.message
         assert "cell 3, line 2" in finding.detail
 
