@@ -234,14 +234,28 @@ def run(
 ) -> RunReport:
     files = list(paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    if len(files) > 1:
+    if files:
         from ._shared import shared_names
+        from ._xref import Helper, Helpers, index_file
 
-        # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!),
-        # read as the scan reads it (regular files, within the size limit).
+        # The cross-file pre-pass, one read of each file: names several files set (_shared) and
+        # the project's own helpers (_xref).  Only what a scanner may read: a kind known by name,
+        # or no suffix (a script with a #!), read as the scan reads it (regular files, within
+        # the size limit).
+        table: dict[str, Helper] = {}
+
+        def read(f: str) -> bytes | None:
+            raw = _read(f, mode)
+            if not isinstance(raw, bytes):
+                return None
+            table.update(index_file(f, raw))
+            return raw
+
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, lambda f: raw if isinstance(raw := _read(f, mode), bytes) else None)
-        options = dataclasses.replace(options, shared_names=names)
+        names = shared_names(candidates, read) if len(files) > 1 else frozenset()
+        if len(files) == 1:
+            read(files[0])
+        options = dataclasses.replace(options, shared_names=names, helpers=Helpers(table))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

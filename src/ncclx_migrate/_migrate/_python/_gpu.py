@@ -18,6 +18,7 @@ import libcst as cst
 
 from ._ctx import Analyzer
 from ._reach import Def, Path, dotted, every, reaching, returns
+from ._xcall import helper, helpers_of
 
 __all__ = ["Verdict", "judge", "rank_arg"]
 
@@ -192,11 +193,45 @@ class _Resolver:
         fn = self._function(expr.func)
         if fn is not None:  # a function of this file: what it returns
             return self._returns(fn, None, code, depth)
+        via = self.helper(expr, at, depth)
+        if via is not None:  # a helper of another module of the run: what it returns
+            return via
         if fname == "get_node_local_rank" or "local_rank" in fname.lower():
             return [Origin(LOCAL, f"`{code}` (the local rank)")]
         if fname in ("get_rank", "get_global_rank"):
             return [Origin(GLOBAL, f"`{code}` (the global rank)")]
         return [Origin(UNKNOWN, f"`{code}`")]
+
+    def helper(self, call: cst.Call, at: Path | None, depth: int, picks: bool = False) -> list[Origin] | None:
+        """What a helper the run indexed returns (``picks``: the GPU it picks), None if not one."""
+        found = helper(self.a, call.func)
+        if found is None:
+            return None
+        qual, h = found
+        code = self.a.code(call).strip()
+        tokens = h.sets if picks else helpers_of(self.a).values(h.returns)
+        out: list[Origin] = []
+        for t in dict.fromkeys(tokens):
+            kind, _, rest = t.partition(":")
+            if kind == "param":  # the caller's argument
+                k, _, name = rest.partition(":")
+                arg = _argument(call, int(k), name)
+                out += (self.origins(arg, at, depth + 1) if arg is not None
+                        else [Origin(UNKNOWN, f"`{code}` (its default {name})")])
+                continue
+            if kind == "env":
+                o = _env_origin(rest)
+            elif kind == "int":
+                o = _fixed(int(rest))
+            elif kind == "str" and rest.partition(":")[2].isdigit():
+                o = _fixed(int(rest.partition(":")[2]))
+            elif kind in ("rank", "local"):
+                o = Origin(GLOBAL if kind == "rank" else LOCAL, f"the {'global' if kind == 'rank' else 'local'} rank")
+            else:
+                out.append(Origin(UNKNOWN, f"`{code}` (from {qual})"))
+                continue
+            out.append(Origin(o.kind, f"`{code}` ({o.what.removeprefix('the ')}, from {qual})", o.why))
+        return out or [Origin(UNKNOWN, f"`{code}` (from {qual})")]
 
     def _arith(self, expr: cst.BinaryOperation, at: Path | None, depth: int) -> list[Origin]:
         a = self.a
@@ -421,6 +456,13 @@ class _Resolver:
         return Origin(UNKNOWN, f"`{code}` (set elsewhere)", named=True)
 
 
+def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """The argument a call passes for a parameter (``index``: its position, -1 keyword-only)."""
+    kw = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return kw if kw is not None or index < 0 or index >= len(plain) else plain[index]
+
+
 def _param_names(params: cst.Parameters) -> set[str]:
     out = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     return out | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
@@ -456,11 +498,16 @@ def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
     return Verdict(None, what, short, "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN))
 
 
-def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before) -> Verdict:
+def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before,
+          picks: bool = False) -> Verdict:
     """Where ``device`` (a GPU pick's argument; ``at``: the pick and the nodes around it) comes
     from, for ``init`` (given when the pick is in the init's function); ``before(statement,
-    function)`` says whether a statement runs before the init."""
+    function)`` says whether a statement runs before the init.  ``picks``: ``device`` is the
+    call of a helper of the run that picks the GPU itself (``init_device(args.local_rank)``)."""
     r = _Resolver(a, rank_arg(init) if init is not None else None, before)
+    if picks and isinstance(device, cst.Call):
+        origins = r.helper(device, at, 0, picks=True) or [Origin(UNKNOWN, f"`{a.code(device).strip()}`")]
+        return _verdict(origins, f"`{a.code(device).strip()}`", False)
     index = dotted(_unwrap(device))
     line = r.exported(index, at, both_ways=True) if index is not None else None
     if line is not None:  # set_device(x) and LOCAL_RANK = str(x) before the init: nccl2 binds x too
