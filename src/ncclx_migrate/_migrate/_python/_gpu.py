@@ -94,12 +94,26 @@ def _unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
         if plain and (dotted(expr.func) or "").rpartition(".")[2] in _WRAPPERS:
             return _unwrap(plain[-1])
     if isinstance(expr, cst.FormattedString):
-        parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
-        return _unwrap(parts[0]) if len(parts) == 1 else expr
+        index = _index_part(expr)
+        return _unwrap(index) if index is not None else expr
     if (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
             and isinstance(expr.left, cst.SimpleString)):
         return _unwrap(expr.right)
     return expr
+
+
+def _index_part(expr: cst.FormattedString) -> cst.BaseExpression | None:
+    """The index in ``f"cuda:{i}"``, ``f"{i}"`` or ``f"{get_device_name()}:{i}"`` (the part after the ``:``)."""
+    parts = list(expr.parts)
+    values = [p for p in parts if isinstance(p, cst.FormattedStringExpression)]
+    if len(values) == 1:
+        return values[0].expression
+    last = parts[-1] if parts else None
+    before = parts[-2] if len(parts) > 1 else None
+    if (isinstance(last, cst.FormattedStringExpression) and isinstance(before, cst.FormattedStringText)
+            and before.value.endswith(":")):
+        return last.expression
+    return None
 
 
 def _env_origin(name: str) -> Origin:
@@ -162,8 +176,8 @@ class _Resolver:
         if isinstance(expr, cst.Call):
             return self._call(expr, at, depth)
         if isinstance(expr, cst.FormattedString):
-            parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
-            return self.origins(parts[0], at, depth + 1) if len(parts) == 1 else [Origin(UNKNOWN, f"`{code}`")]
+            part = _index_part(expr)
+            return self.origins(part, at, depth + 1) if part is not None else [Origin(UNKNOWN, f"`{code}`")]
         if isinstance(expr, cst.BinaryOperation):
             return self._arith(expr, at, depth)
         if isinstance(expr, cst.Subscript):

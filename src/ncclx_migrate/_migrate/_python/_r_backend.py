@@ -94,6 +94,9 @@ def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
         return value is not None and value is not recv and _device_module(a, value)
     if not (isinstance(recv, cst.Call) and isinstance(recv.func, (cst.Name, cst.Attribute))):
         return False
+    if (a.qnames(recv.func) == {"builtins.getattr"} and recv.args
+            and a.qnames(recv.args[0].value) == {"torch"}):  # getattr(torch, "cuda")
+        return True
     if (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_") in (
             "get_device_module", "device_module"):
         return True
@@ -476,6 +479,20 @@ def _runs_before(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init
     return any(fn in firsts and firsts[fn] < order for fn, order in lasts)
 
 
+def _runs_after(f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
+    """A pick in a function that the init's function calls after the init (directly or through
+    functions of this file): the GPU is picked only once the group exists."""
+    name = pick.scope.name.value if isinstance(pick.scope, cst.FunctionDef) else None
+    calls = [c for c in f["calls"] if isinstance(c, tuple)]
+    todo, leads = [name] if name else [], set()
+    while todo:
+        n = todo.pop()
+        if n not in leads:
+            leads.add(n)
+            todo += [c[0].name.value for c in calls if c[1] == n and isinstance(c[0], cst.FunctionDef)]
+    return any(c[0] is init.scope and c[1] in leads and c[2] > init.order for c in calls)
+
+
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
     if not f["set_device"]:
         return
@@ -513,9 +530,10 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
-        if not (same or elsewhere):
+        later = same or [s for s in pickers if s.scope is not init.scope and _runs_after(f, s, init)]
+        if not (later or elsewhere):
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
-        sd = (dominating or before or elsewhere or same)[-1 if (dominating or before or elsewhere) else 0]
+        sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
         verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
                          functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
@@ -570,7 +588,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"nccl2 init ignores the GPU picked on line {line} (not always first): pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU pick on line {line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
-        elif same:
+        elif later:
             a.report(call, code, f"init_process_group runs before the GPU pick on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
