@@ -530,7 +530,9 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
-        later = same or [s for s in pickers if s.scope is not init.scope and _runs_after(f, s, init)]
+        # a pick in a function called after the init is evidence only for a group known to be NCCL
+        # (accelerate's set_device() also runs after its CPU groups)
+        later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(f, s, init)]
         if not (later or elsewhere):
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
