@@ -278,16 +278,17 @@ class _Resolver:
                                    "whose index the remap changes")]
         return [computed]
 
-    def _is_count(self, expr: cst.BaseExpression, at: Path | None) -> bool:
-        """``torch.cuda.device_count()``, or a name every value of which is it."""
-        if "device_count" in self.a.code(expr).lower():
-            return True
+    def _is_count(self, expr: cst.BaseExpression, at: Path | None, depth: int = 0) -> bool:
+        """``torch.cuda.device_count()`` (any ``device_count()`` call), or a name every value of
+        which reaching ``at`` is one."""
+        if isinstance(expr, cst.Call):
+            return (dotted(expr.func) or "").rpartition(".")[2] == "device_count"
         target = dotted(expr)
-        if target is None or at is None:
+        if target is None or at is None or depth > 4:
             return False
         defs, entry = reaching(target, at)
-        return bool(defs) and not entry and all(d.value is not None and "device_count" in self.a.code(d.value).lower()
-                                                for d in defs)
+        return bool(defs) and not entry and all(d.value is not None and d.index is None and not d.loop
+                                                and self._is_count(d.value, d.path, depth + 1) for d in defs)
 
     def _value(self, expr: cst.Name | cst.Attribute, at: Path | None, depth: int) -> list[Origin]:
         """The values a name or attribute can hold at ``at``: the assignments that reach it."""
