@@ -12,7 +12,7 @@ once per run, and each worker looks calls up in that summary through its file's 
 A summary is a list of tokens per function: ``env:NAME`` (reads that environment
 variable), ``str:V`` / ``int:N`` (a literal), ``devmod`` (a device module: ``torch.cuda``,
 ``getattr(torch, name)``, ``torch.get_device_module()``), ``rank`` (``dist.get_rank()``),
-``local`` (a call named for the local rank), ``param:K:NAME`` (its K-th parameter: the
+``local`` (a call named for the local rank), ``at:K:TOKEN`` (element K of a returned tuple), ``param:K:NAME`` (its K-th parameter: the
 caller's argument), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
 (anything else); a pick's list also holds ``pick:QUAL`` for each function it calls (whatever
 that one picks).  Values are followed through the function's own assignments (all of them:
@@ -88,6 +88,10 @@ class Helpers:
         """``tokens`` with each ``call:Q`` replaced by what Q returns (its own parameters: ``?``)."""
         out: list[str] = []
         for t in tokens:
+            if t.startswith("at:"):  # an element of a returned tuple
+                k, _, rest = t[3:].partition(":")
+                out += [f"at:{k}:{r}" for r in self.values([rest], depth)]
+                continue
             if not t.startswith("call:"):
                 out.append(t)
                 continue
@@ -301,7 +305,9 @@ class _Summary:
     def returns(self) -> list[str]:
         out: list[str] = []
         for node in self.nodes:
-            if isinstance(node, ast.Return):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):  # return local_rank, rank
+                out += [f"at:{k}:{t}" for k, el in enumerate(node.value.elts) for t in self.tokens(el)]
+            elif isinstance(node, ast.Return):
                 out += self.tokens(node.value) if node.value is not None else ["?"]
         return out
 

@@ -216,14 +216,19 @@ class _Resolver:
             return [Origin(GLOBAL, f"`{code}` (the global rank)")]
         return [Origin(UNKNOWN, f"`{code}`")]
 
-    def helper(self, call: cst.Call, at: Path | None, depth: int, picks: bool = False) -> list[Origin] | None:
-        """What a helper the run indexed returns (``picks``: the GPU it picks), None if not one."""
+    def helper(self, call: cst.Call, at: Path | None, depth: int, picks: bool = False,
+               index: int | None = None) -> list[Origin] | None:
+        """What a helper the run indexed returns (``index``: that element of the tuple it returns;
+        ``picks``: the GPU it picks), None if not one."""
         found = helper(self.a, call.func)
         if found is None:
             return None
         qual, h = found
         code = self.a.code(call).strip()
-        tokens = h.sets if picks else helpers_of(self.a).values(h.returns)
+        tokens = list(h.sets) if picks else helpers_of(self.a).values(h.returns)
+        head = f"at:{index}:"
+        tokens = ([t[len(head):] for t in tokens if t.startswith(head)] if index is not None
+                  else ["?" if t.startswith("at:") else t for t in tokens])
         out: list[Origin] = []
         for t in dict.fromkeys(tokens):
             kind, _, rest = t.partition(":")
@@ -431,6 +436,10 @@ class _Resolver:
         fn = self._function(value.func) if d.index is not None and isinstance(value, cst.Call) else None
         if fn is not None:
             return self._returns(fn, d.index, code, depth)
+        via = self.helper(value, d.path, depth, index=d.index) if d.index is not None and isinstance(value, cst.Call) \
+            else None
+        if via is not None:  # local_rank, rank = get_local_and_global_rank() of another module
+            return via
         if d.index is not None:
             els = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
             starred = any(isinstance(e, cst.StarredElement) for e in els)
