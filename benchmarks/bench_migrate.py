@@ -30,7 +30,7 @@ import libcst as cst
 from ncclx_migrate._migrate._model import Options
 from ncclx_migrate._migrate._python._engine import transform_source
 from ncclx_migrate._migrate._runner import Mode, run
-from ncclx_migrate._migrate._xref import Helpers, index_file
+from ncclx_migrate._migrate._xref import Indexer
 
 
 def _parse(path: str) -> int:
@@ -110,8 +110,10 @@ def main() -> int:
           f"{len(files) / e2e:8.1f} files/s  findings: {e2e_found}  files scanned: {e2e_files}")
     print(f"end-to-end speed-up: {e2e_ratio:.1f}x (target >= 10x: {'met' if e2e_ratio >= 10 else 'MISSED'})")
     t0 = time.perf_counter()
-    table = {k: v for f in files for k, v in index_file(f, Path(f).read_bytes()).items()}
-    helpers = Helpers(table)
+    index = Indexer()
+    for f in files:
+        index.add(f, Path(f).read_bytes())
+    helpers = index.build(lambda f: Path(f).read_bytes())
     print(f"cross-file helper index (in both runs above): {time.perf_counter() - t0:.2f} s, "
           f"{len(helpers.table)} helpers, {len(helpers.setters)} that pick a GPU")
     if not args.skip_check:

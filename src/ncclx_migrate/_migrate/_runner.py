@@ -236,26 +236,29 @@ def run(
     jobs = max(1, jobs or os.cpu_count() or 1)
     if files:
         from ._shared import shared_names
-        from ._xref import Helper, Helpers, index_file
+        from ._xref import Indexer
 
         # The cross-file pre-pass, one read of each file: names several files set (_shared) and
         # the project's own helpers (_xref).  Only what a scanner may read: a kind known by name,
         # or no suffix (a script with a #!), read as the scan reads it (regular files, within
         # the size limit).
-        table: dict[str, Helper] = {}
+        index = Indexer()
 
         def read(f: str) -> bytes | None:
             raw = _read(f, mode)
-            if not isinstance(raw, bytes):
-                return None
-            table.update(index_file(f, raw))
+            return raw if isinstance(raw, bytes) else None
+
+        def read_and_index(f: str) -> bytes | None:
+            raw = read(f)
+            if raw is not None:
+                index.add(f, raw)
             return raw
 
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, read) if len(files) > 1 else frozenset()
+        names = shared_names(candidates, read_and_index) if len(files) > 1 else frozenset()
         if len(files) == 1:
-            read(files[0])
-        options = dataclasses.replace(options, shared_names=names, helpers=Helpers(table))
+            read_and_index(files[0])
+        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

@@ -17,22 +17,28 @@ caller's argument), ``call:QUAL`` (another function's result, looked up in turn)
 (anything else); a pick's list also holds ``pick:QUAL`` for each function it calls (whatever
 that one picks).  Values are followed through the function's own assignments (all of them:
 flow-insensitive, so a branch joins) and the module's constants.  Not seen: methods, a
-helper reached through a variable or ``getattr``, values built in loops or containers.
+helper reached through a variable or ``getattr``, values built in loops or containers, a
+function over 60 lines (not a small helper; summarising every function of a large tree
+would cost more than the scan).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["Helper", "Helpers", "absolute", "index_file", "module_name"]
+__all__ = ["Helper", "Helpers", "Indexer", "absolute", "module_name", "summarize"]
 
-_DEVICE_MODULES = frozenset({"cuda", "npu", "xpu", "mps", "musa", "mlu", "hpu"})
+_DEVICE_MODULES = ("cuda", "npu", "xpu", "mps", "musa", "mlu", "hpu")
 _PICKERS = frozenset({"set_device", "set_device_index", "set_device_idx"})
 # Text a helper worth indexing must contain (files without it are not parsed).
-_WORDS = ("RANK", "LOCALID", "set_device", "nccl", "gloo", "device_module", "getattr(torch", "torch.cuda")
+_WORDS = ("RANK", "LOCALID", "set_device", "nccl\"", "nccl'", "gloo\"", "gloo'", "device_module", "getattr(torch",
+          *(f"return torch.{m}\n" for m in _DEVICE_MODULES))
+# A helper is small: longer functions (training loops, whole setups) are not summarised.
+_MAX_LINES = 60
 
 
 @dataclass(frozen=True)
@@ -116,16 +122,22 @@ class Helpers:
 
 def module_name(path: str) -> str:
     """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (up through the folders holding __init__.py)."""
-    path = os.path.abspath(path)
-    folder, base = os.path.split(path)
+    folder, base = os.path.split(os.path.abspath(path))
     stem = base.rsplit(".", 1)[0]
-    parts = [] if stem == "__init__" else [stem]
-    while os.path.exists(os.path.join(folder, "__init__.py")):
-        folder, pkg = os.path.split(folder)
-        if not pkg:
-            break
-        parts.insert(0, pkg)
-    return ".".join(parts)
+    package = _package(folder)
+    return ".".join(p for p in (package, "" if stem == "__init__" else stem) if p)
+
+
+@functools.lru_cache(maxsize=4096)
+def _package(folder: str) -> str:
+    """The dotted package a folder is (empty when it holds no __init__.py)."""
+    if not os.path.exists(os.path.join(folder, "__init__.py")):
+        return ""
+    parent, name = os.path.split(folder)
+    if not name:
+        return ""
+    head = _package(parent)
+    return f"{head}.{name}" if head else name
 
 
 def absolute(module: str, is_package: bool, relative: str) -> str:
@@ -364,6 +376,8 @@ def summarize(text: str, path: str) -> dict[str, Helper]:
     mod = _Module(tree, module_name(path), os.path.basename(path) == "__init__.py")
     out: dict[str, Helper] = {}
     for name, fn in mod.functions.items():
+        if (fn.end_lineno or fn.lineno) - fn.lineno > _MAX_LINES:
+            continue
         s = _Summary(mod, fn)
         returns, sets = s.returns(), s.sets()
         if _useful(returns) or sets:
@@ -372,14 +386,110 @@ def summarize(text: str, path: str) -> dict[str, Helper]:
     return out
 
 
-def index_file(path: str, data: bytes) -> dict[str, Helper]:
-    """The helpers of one file of the run, given its bytes (cheap text tests first)."""
-    if not path.endswith((".py", ".pyw")) or b"def " not in data:
-        return {}
-    if not any(w.encode() in data for w in _WORDS):
-        return {}
+def _text(data: bytes) -> str | None:
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return {}
-    return summarize(text, path)
+        return None
+
+
+class Indexer:
+    """The pre-pass side: ``add`` every file of the run as the runner reads it, then ``build``.
+
+    Only modules that a file creating a process group imports (or that such a module's
+    helpers call) are summarised, and of those only files whose text could hold a helper:
+    a large tree (torch's own: 2,481 files) has a few dozen, where summarising every file
+    would cost a good part of the scan."""
+
+    def __init__(self) -> None:
+        self.wanted: dict[str, set[str] | None] = {}  # module -> names imported from it (None: the module)
+        self.candidates: list[str] = []  # every Python file (read again in build() only if wanted)
+
+    def add(self, path: str, data: bytes) -> None:
+        if not path.endswith((".py", ".pyw")):
+            return
+        if b"init_process_group" in data:
+            self._imports(path, data)
+        self.candidates.append(path)
+
+    def _imports(self, path: str, data: bytes) -> None:
+        """The modules (and names) a file imports at its top: the code before its first
+        top-level ``def``/``class`` is parsed (the whole file when that piece does not parse)."""
+        cut = min((i for i in (data.find(w) for w in (b"\ndef ", b"\nclass ", b"\n@", b"\nasync def ")) if i >= 0),
+                  default=len(data))
+        tree = None
+        for piece in (data[:cut], data) if cut < len(data) else (data,):
+            text = _text(piece)
+            try:
+                tree = ast.parse(text) if text is not None else None
+                break
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+        if tree is None:
+            return
+        mod, is_pkg = module_name(path), os.path.basename(path) == "__init__.py"
+        todo: list[ast.stmt] = list(tree.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.If, ast.Try)):  # try: import x / if TYPE_CHECKING: ...
+                todo += [*node.body, *node.orelse, *(getattr(node, "finalbody", [])),
+                         *(s for h in getattr(node, "handlers", []) for s in h.body)]
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.wanted[alias.name] = None
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute(mod, is_pkg, "." * node.level + (node.module or ""))
+                names = self.wanted.setdefault(base, set())
+                for alias in node.names:
+                    if names is not None:
+                        names.add(alias.name)
+                    self.wanted[f"{base}.{alias.name}"] = None  # the name may be a module
+
+    def _named(self, module: str, tails: set[str]) -> bool:
+        """Some file creating a group imports ``module`` (or its tail: a tree scanned without its
+        top package), or a name from a package above it (a re-export, checked in ``_want``)."""
+        if module == "torch" or module.startswith("torch.") or not module:
+            return False  # torch's own functions are judged by the rules, never as a project's helper
+        parts = module.split(".")
+        return (module in tails or any(".".join(parts[k:]) in self.wanted for k in range(len(parts)))
+                or any(self.wanted.get(".".join(parts[:k])) for k in range(1, len(parts))))
+
+    def _want(self, module: str, data: bytes, tails: set[str]) -> bool:
+        """Whether to summarise ``module`` (it passed ``_named``), given its bytes."""
+        if b"def " not in data or not any(w.encode() in data for w in _WORDS):
+            return False
+        parts = module.split(".")
+        names: set[str] = set()
+        if module in self.wanted:
+            got = self.wanted[module]
+            if got is None:
+                return True  # import m: any of its functions
+            names |= got
+        elif module in tails or any(".".join(parts[k:]) in self.wanted for k in range(1, len(parts))):
+            return True  # a tree scanned without its top package: the names are not matched up
+        for k in range(1, len(parts)):  # from pkg import f, where pkg re-exports f from this module
+            names |= self.wanted.get(".".join(parts[:k])) or set()
+        return any(b"def " + n.encode() + b"(" in data for n in names)
+
+    def build(self, read: Callable[[str], bytes | None]) -> Helpers:
+        table: dict[str, Helper] = {}
+        todo, done = list(self.candidates), set()
+        for _ in range(3):  # the wanted modules, then the modules their helpers call
+            tails = {".".join(k.split(".")[i:]) for k in self.wanted for i in range(1, k.count(".") + 1)}
+            for path in todo:
+                module = module_name(path)
+                if not self._named(module, tails):
+                    continue
+                data = read(path)
+                text = _text(data) if data is not None else None
+                if text is not None and data is not None and self._want(module, data, tails):
+                    table.update(summarize(text, path))
+                    done.add(path)
+            called = {t.split(":", 1)[1].rpartition(".")[0] for h in table.values()
+                      for t in (*h.returns, *h.sets) if t.startswith(("call:", "pick:"))}
+            fresh = called - self.wanted.keys()
+            if not fresh:
+                break
+            self.wanted.update(dict.fromkeys(fresh))
+            todo = [p for p in self.candidates if p not in done]
+        return Helpers(table)
