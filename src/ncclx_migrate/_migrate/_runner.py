@@ -234,7 +234,7 @@ def run(
 ) -> RunReport:
     files = list(paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    if files:
+    if len(files) > 1:  # (one file: its own helpers are read with it, see _python/_xcall.py)
         from ._shared import shared_names
         from ._xref import Indexer
 
@@ -255,9 +255,7 @@ def run(
             return raw
 
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, read_and_index) if len(files) > 1 else frozenset()
-        if len(files) == 1:
-            read_and_index(files[0])
+        names = shared_names(candidates, read_and_index)
         options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)

@@ -5,15 +5,16 @@ need the backend an init gets.  Real code fetches both from its own helpers in a
 module: ``get_torch_device().set_device(rank)`` (a helper that returns ``torch.cuda``), a
 ``get_local_device()`` that returns ``LOCAL_RANK``, a ``get_nccl_backend()``, an
 ``init_device()`` that calls ``torch.cuda.set_device`` itself.  The runner reads every file
-before the scan (the pre-pass); this module summarises the module-level functions of the
-files that could hold such a helper, with CPython's ``ast`` (a fraction of a libcst parse),
-once per run, and each worker looks calls up in that summary through its file's imports.
+before the scan (the pre-pass); this module summarises the small module-level functions of
+the modules that a file creating a process group imports (and of those their helpers call),
+with CPython's ``ast`` (a fraction of a libcst parse), once per run, and each worker looks
+calls up in that summary through its file's imports.
 
 A summary is a list of tokens per function: ``env:NAME`` (reads that environment
 variable), ``str:V`` / ``int:N`` (a literal), ``devmod`` (a device module: ``torch.cuda``,
 ``getattr(torch, name)``, ``torch.get_device_module()``), ``rank`` (``dist.get_rank()``),
-``local`` (a call named for the local rank), ``at:K:TOKEN`` (element K of a returned tuple), ``param:K:NAME`` (its K-th parameter: the
-caller's argument), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
+``local`` (a call named for the local rank), ``at:K:TOKEN`` (element K of a returned
+tuple), ``param:K:NAME`` (its K-th parameter: the caller's argument), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
 (anything else); a pick's list also holds ``pick:QUAL`` for each function it calls (whatever
 that one picks).  Values are followed through the function's own assignments (all of them:
 flow-insensitive, so a branch joins) and the module's constants.  Not seen: methods, a
