@@ -4,6 +4,7 @@
 #   .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
 #   .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
 #   .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
+#   .whl/nvidia_cuda_crt-13.2*.whl  the CUDA crt/ headers the C++ compile tests need (tests/cxx.py)
 #   /usr/bin/chromium  Debian's chromium for the browser tests, installed when run as root
 # Usage: scripts/bootstrap.sh [main|all]   (default: all)
 set -euo pipefail
@@ -38,6 +39,18 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "bootstrap: /usr/bin/chromium is missing and this is not root: the browser tests will skip" \
       "(as root: apt-get install chromium)" >&2
   fi
+fi
+
+# The C++ compile tests (tests/cxx.py) compile against the CUDA headers of torch's NVIDIA wheels,
+# whose host_config.h forwards to crt/ headers that only PyPI's header-only nvidia-cuda-crt
+# wheel has; the tests unzip it. Without it they skip with the reason.
+crt_wheel() { ls .whl/nvidia_cuda_crt-13.2*.whl >/dev/null 2>&1; }
+if ! crt_wheel; then
+  mkdir -p .whl
+  crt_spec='nvidia-cuda-crt>=13.2,<13.3'
+  "$PY" -m pip download -q --no-deps "$crt_spec" -d .whl >/dev/null 2>&1 \
+    || PIP_CONFIG_FILE=/dev/null "$PY" -m pip download -q --no-deps "$crt_spec" -d .whl >/dev/null 2>&1 \
+    || echo "bootstrap: could not download $crt_spec: the C++ compile tests will skip" >&2
 fi
 
 # The machine's pip config may cap torch at 2.14.1: 2.15.0 comes from PyPI without it.

@@ -125,8 +125,9 @@ function drawGrid(el,spec,onPick){
     `<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">`,
     `<rect width="6" height="6" fill="#c9ccd2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7b808a" stroke-width="2.5"/></pattern></defs>`];
   cols.forEach((c,j)=>{const x=lw+j*cw+cw/2;
-    if(c.hl)o.push(`<rect x="${lw+j*cw}" y="2" width="${cw}" height="${h-4}" fill="none" stroke="#d64545" stroke-width="2" stroke-dasharray="4 2" rx="3"/>`);
-    o.push(`<text class="hd" transform="translate(${x+4},${hh-6}) rotate(-55)" ${c.hl?'style="fill:#d64545;font-weight:700"':""}><title>${esc(c.tip||c.label)}</title>${esc(clip(c.label,spec.headClip||16))}</text>`)});
+    // The outline frames the cells only: the rotated label above it would cross its edges.
+    if(c.hl)o.push(`<rect class="hl" x="${lw+j*cw}" y="${hh}" width="${cw}" height="${h-hh-4}" fill="none" stroke="#d64545" stroke-width="2" stroke-dasharray="4 2" rx="3"/>`);
+    o.push(`<text class="hd${c.hl?" hl":""}" transform="translate(${x+4},${hh-6}) rotate(-55)" ${c.hl?'style="fill:#d64545;font-weight:700"':""}><title>${esc(c.tip||c.label)}</title>${esc(clip(c.label,spec.headClip||16))}</text>`)});
   rows.forEach((r,i)=>{const y=hh+i*ch,cls=r.flag?"culprit":"";
     o.push(`<g class="row" data-row="${i}" tabindex="0" role="button"><rect class="bg" x="0" y="${y}" width="${w}" height="${ch}" fill="transparent"/>`);
     o.push(`<text class="${cls}" x="6" y="${y+15}"><title>${esc(r.tip||r.label)}</title>${esc(clip((r.flag?"\u25B6 ":"")+r.label,Math.floor(lw/7)))}</text>`);

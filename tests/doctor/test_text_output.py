@@ -51,6 +51,7 @@ def test_one_bullet_per_problem_each_with_its_fix_under_it() -> None:
     env = {"COLUMNS": "100", "TORCH_FR_BUFFER_SIZE": "0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME": "1",
            "TORCH_FR_DUMP_TEMP_FILE": "/nonexistent-ncclx-dir/x_"}
     lines = doctor("--level", "static", "--check", "flight-recorder", env=env).stdout.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if MARK.match(line)) - 1:]  # past the header
     assert MARK.match(lines[1]) and lines[1].split()[:2] == ["FAIL", "flight-recorder"]
     bullets = [i for i, line in enumerate(lines) if line.startswith("        - ")]
     assert len(bullets) == 3
@@ -86,7 +87,7 @@ def test_no_progress_lines_in_a_pipe() -> None:
     assert "torch-version..." in on_a_terminal("doctor", "--check", "torch-version", env={"NO_COLOR": "1"}).terminal
     proc = doctor("--check", "torch-version")
     assert "..." not in proc.stdout and "\r" not in proc.stdout
-    assert MARK.match(proc.stdout.splitlines()[1])
+    assert any(MARK.match(line) for line in proc.stdout.splitlines())
 
 
 def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> None:
@@ -111,7 +112,7 @@ def test_probe_without_a_gpu_says_so() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
     probe = check(doctor_json("--level", "probe", "--check", "probe", "--backend", "nccl", expect_rc=1), "probe")
-    assert probe["remedy"].startswith('no GPU is visible here, and "nccl" needs one')
+    assert probe["remedy"].startswith('"nccl" needs a GPU (none here, see gpu-binding)')
 
 
 def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it() -> None:
@@ -227,7 +228,7 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
     # Results that differ only in their ok text are grouped too: one bullet per LOCAL_RANK.
     assert re.search(r"- ranks 0,8,16,[0-9,]+,\.\.\.,1016 \(128\) on 128 hosts: ok: 8 GPU\(s\) visible;", text)
     # Results that differ on every rank are counted after a few, not listed.
-    assert "- 1017 more distinct results on 1017 more ranks/reports (--json lists them)" in text
+    assert "- 1017 more distinct results on 1017 more ranks/reports (--format json lists them)" in text
 
 
 @pytest.mark.torch

@@ -43,7 +43,7 @@ def test_every_rank_dumps_and_the_skipper_is_named(scenario) -> None:
     assert _meta(run.folder, 2)["trigger"] == "peer-request"
     triggers = {_meta(run.folder, r)["trigger"] for r in (0, 1, 3)}
     assert "local-deadline" in triggers
-    assert all("ncclx hang dump:" in run.outputs[r] for r in range(4))
+    assert all(f"ncclx hang dump (rank {r}):" in run.outputs[r] for r in range(4))  # each names its rank
     # The waiting ranks dumped while #3 still hung (within the limit, not after gloo gave up).
     with open(run.folder / f"{PREFIX}0", "rb") as f:
         last = pickle.load(f)["entries"][-1]

@@ -69,6 +69,8 @@ def test_multi_fixture(case: str, tmp_path: Path) -> None:
     if UPDATE:
         expected.write_text(_render(report, root), encoding="utf-8")
     assert _render(report, root) == (expected.read_text(encoding="utf-8") if expected.exists() else "")
+    too_long = [f.message for o in report.outcomes for f in o.result.findings if len(f.message) > 88]
+    assert not too_long, too_long  # as for single files (test_text_output): the why is in the detail
     messages = FIXTURES / case / "messages"
     if messages.exists():
         if UPDATE:

@@ -25,12 +25,23 @@ def test_a_file_holding_nothing_checkable_is_an_error(tmp_path: Path, name: str,
     assert "Traceback" not in proc.stderr
 
 
-def test_a_directory_whose_files_are_all_excluded_is_an_error(tmp_path: Path) -> None:
+NOTHING = ("ncclx migrate: error: src: nothing to check (no Python, shell, Dockerfile, YAML, .env or "
+           "notebook file, or --exclude/.gitignore left none)\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_directory_whose_files_are_all_excluded_is_an_error(tmp_path: Path, fmt: str) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text(TOGGLE)
-    proc = run_ncclx("migrate", "src", "--exclude", "*.py", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "ncclx migrate: error: src: holds no file ncclx migrate checks" in proc.stderr
+    proc = run_ncclx("migrate", "-q", "--format", fmt, "src", "--exclude", "*.py", cwd=tmp_path)
+    # one line on stderr and no report of "0 files" on stdout
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", NOTHING)
+
+
+def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    proc = run_ncclx("migrate", "-q", "src", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", NOTHING)
 
 
 def test_the_other_paths_are_still_reported_and_ignore_unknown_skips(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_report_json_covers_every_kind(project: Path) -> None:
 def test_text_format_line(project: Path) -> None:
     proc = run_ncclx("migrate", "-q", "launch.sh", cwd=project)
     assert proc.returncode == 1
-    assert "launch.sh:4:8: NCX201 [unsafe-fix] TORCH_DIST_USE_NCCL2=0" in proc.stdout
+    assert "launch.sh:4:8: NCX201 TORCH_DIST_USE_NCCL2=0" in proc.stdout
 
 
 def test_diff_shows_what_write_applies(project: Path) -> None:

@@ -53,7 +53,7 @@ def _one(path: str, text: str, options: Options | None = None):  # type: ignore[
 def test_falsey_toggle_says_it_does_not_roll_back(value: str) -> None:
     f = _one("a.sh", f"export TORCH_DIST_USE_NCCL2={value}\n")
     assert f.code == "NCX201"
-    assert "has no effect" in f.message and 'only the literal "0" rolls back' in f.message
+    assert "does not roll back" in f.message and 'only the literal "0" rolls back' in f.detail
     assert f.fix is FixKind.UNSAFE
 
 
@@ -180,7 +180,7 @@ def test_explicit_nccl2_follows_the_target() -> None:
     assert on_213 is not None
     (f,) = on_213.findings
     assert f.code == "NCX204" and f.fix is FixKind.NONE and "Unknown backend type" in f.detail
-    assert "not a backend on torch 2.13" in f.message
+    assert '"nccl2" does not exist on torch 2.13' in f.message
 
 
 def test_image_tags_and_names_are_not_backends() -> None:

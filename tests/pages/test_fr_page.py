@@ -65,7 +65,7 @@ def _hostile_report() -> dict[str, Any]:
     report = synthetic.report(4, culprit=1)
     evil = "</script><script>alert('x')</script><img src=x onerror=alert(1)>"
     report["groups"][0]["group"] = evil
-    report["groups"][0]["per_rank"]["0"]["last_entries"][0]["frames"][0]["name"] = evil
+    report["groups"][0]["per_rank"]["0"]["last_entries"][0]["frames"][1]["name"] = evil  # a user frame: shown
     return report
 
 

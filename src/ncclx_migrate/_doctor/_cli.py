@@ -1,7 +1,7 @@
 """``ncclx doctor [opts]`` and ``ncclx doctor merge REPORT.json ...``.
 
 Exit status: 0 no check failed (warnings allowed), 1 a check failed or errored (with
-``--strict`` also on warnings), 2 usage error.  With ``--json`` stdout carries exactly one
+``--strict`` also on warnings), 2 usage error.  With ``--format json`` stdout carries exactly one
 ``ncclx.doctor/1`` document; anything torch or a library prints goes to stderr.
 """
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
+from .._format import format_option
 from ._model import LEVELS, Report
 from .checks import CHECKS
 
@@ -32,7 +33,7 @@ _IDS = [c.id for c in CHECKS]
 
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[TextIO]:
-    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt --json.
+    """Point fd 1 at stderr while checks run, so C++/library prints cannot corrupt the JSON.
 
     Yields a stream on the real stdout, for the report streamed as the checks complete.
     """
@@ -124,7 +125,7 @@ def emit(report: Report, as_json: bool) -> None:
 
 
 def _progress(as_json: bool, stream: TextIO) -> Progress | None:
-    """The streaming text report (None with --json); live status lines only on a terminal."""
+    """The streaming text report (None with --format json); live status lines only on a terminal."""
     if as_json:
         return None
     from .._color import use_color
@@ -158,7 +159,7 @@ _HTML_HELP = "Also write a self-contained HTML page (hosts or ranks x checks) to
 @click.option("--level", type=click.Choice(LEVELS), default="local", show_default=True,
               help="static: no torch import; local: import torch; probe: also build a real process "
                    "group here; cluster: every rank under torchrun/srun, gathered on rank 0.")
-@click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
+@format_option("ncclx.doctor/1")
 @click.option("--strict", is_flag=True, help="Warnings fail too (Slurm prologs, CI).")
 @click.option("--target-torch", callback=_target, metavar="X.Y",
               help="Judge readiness for this torch release (2.16: a legacy toggle fails).")
@@ -241,12 +242,12 @@ def doctor(
 
 @doctor.command("merge")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="One ncclx.doctor/1 JSON document on stdout.")
+@format_option("ncclx.doctor/1")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
 @click.pass_context
 def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool, html: Path | None) -> None:
-    """Compare doctor reports saved on several nodes (ncclx doctor --json > NODE.json), offline."""
+    """Compare doctor reports saved on several nodes (ncclx doctor --format json > NODE.json), offline."""
     from ._merge import load_reports, merge_reports
 
     try:

@@ -18,10 +18,13 @@ from typing import Any
 
 from .. import _torchinfo as ti
 from .._envvars import TOGGLE_VAR, toggle_meaning
-from .._torchfacts import Phase, installed_torch_version, nccl_builds, phase_for_version
+from .._torchfacts import Phase, installed_torch_version, nccl_builds, phase_for_version, release_of
 from ._model import level_index
 
-__all__ = ["Facts", "Options"]
+__all__ = ["NO_GPU_WHY", "Facts", "Options"]
+
+# Why the job is judged as gloo on a node without a GPU; the fact itself is gpu-binding's.
+NO_GPU_WHY = "no GPU here, see gpu-binding"
 
 
 @dataclass(frozen=True)
@@ -144,9 +147,23 @@ class Facts:
         return toggle_meaning(self.toggle)
 
     # -- what the job gets --------------------------------------------------------------
+    @property
+    def target_release(self) -> str | None:
+        """"2.16" when --target-torch names a release other than the installed one."""
+        target = self.options.target_torch
+        if target is None or target == self.torch_minor:
+            return None
+        return release_of(target)
+
     @cached_property
     def nccl_resolution(self) -> ti.Resolution | None:
-        """What "nccl" builds for CUDA under this environment (None: cannot tell)."""
+        """What "nccl" builds for CUDA under this environment (None: cannot tell); with
+        --target-torch, what it builds on that release (every check then speaks of it)."""
+        target = self.target_release
+        if target is not None and self.flavor != "cpu" and self.torch_version is not None:
+            impl = nccl_builds(phase_for_version(target), self.toggle)
+            shown = "unset" if self.toggle is None else repr(self.toggle)
+            return ti.Resolution("cuda", "nccl", impl, f"on torch {target} (--target-torch), {TOGGLE_VAR} {shown}")
         if self.build is not None:
             return ti.resolve_backend("nccl", self.environ)[0]
         phase, _ = self.phase
@@ -184,20 +201,22 @@ class Facts:
         """(implementation the job's GPU collectives get, why): gloo without a GPU.
 
         ``--backend`` names the job's backend; without it: "nccl" where a GPU is visible.
+        With --backend nccl on a node without a GPU (a login node) the checks judge the
+        NCCL job as it will run on a GPU node; gpu-binding alone says the GPU is missing.
         """
         named = (self.options.backend or "").lower()
         if named == "nccl":
             res = self.nccl_resolution
             if res is None:
                 return None, "torch is not installed"
-            return res.implementation, f"--backend nccl: {res.reason}"
+            return res.implementation, f"--backend nccl, {res.reason}"
         if named:
             impl = named.rsplit(":", 1)[-1] if ":" in named else named
             return impl, f"--backend {self.options.backend}"
         gpus = self.gpu_count
         res = self.nccl_resolution
         if gpus == 0 or (res is not None and res.implementation is None):
-            why = "no GPU is visible" if gpus == 0 else res.reason if res else ""
+            why = NO_GPU_WHY if gpus == 0 else res.reason if res else ""
             return ti.IMPL_GLOO, why
         if res is None:
             return None, "torch is not installed"

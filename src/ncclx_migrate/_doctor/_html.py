@@ -8,13 +8,16 @@ Ranks that never reported are a row of their own.  The verdict is written at the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .._htmlpage import count, esc, page, rank_text, write_atomic
-from ._merge import Source, who
-from ._model import Report, Status
+from ._merge import FINGERPRINT, Source, who
+from ._model import CheckResult, Report, Status
+
+CLUSTER_ID = "cluster-consistency"
 
 __all__ = ["render_page", "write_page"]
 
@@ -39,6 +42,26 @@ def _label(members: Sequence[Source]) -> tuple[str, str]:
     return f"{count(len(members), 'report')} from {count(len(hosts), 'host')}", full
 
 
+def _agreement(source: Source, consistency: CheckResult) -> tuple[str, str, str]:
+    """This report's cell of the cluster-consistency column: where it differs from the majority."""
+    severity = {f"{cid}.{key}": status for _, _, cid, key, status in FINGERPRINT}
+    odd: list[tuple[Status, str]] = []
+    for d in consistency.details.get("divergent") or []:
+        if not isinstance(d, dict) or not isinstance(d.get("fact"), str):
+            continue
+        cid, _, key = d["fact"].partition(".")
+        check = source.report.get(cid)
+        if check is None or key not in check.details:
+            continue
+        mine, theirs = json.dumps(check.details[key], sort_keys=True), json.dumps(d.get("majority"), sort_keys=True)
+        if mine != theirs:
+            odd.append((severity.get(d["fact"], Status.WARN), f"{d['fact']} is {mine} (the majority {theirs})"))
+    if not odd:
+        return Status.OK.value, "agrees with the majority", ""
+    worst = min(odd, key=lambda t: _ORDER.index(t[0]))[0]
+    return worst.value, "; ".join(text for _, text in odd), consistency.remedy
+
+
 def _verdict(summary: Report, ids: list[str],
              rows: Sequence[tuple[tuple[tuple[str, str, str], ...], list[Source]]]) -> tuple[str, str, list[str]]:
     """Headline from the merged report; one line per check that is not ok, naming row groups."""
@@ -47,7 +70,7 @@ def _verdict(summary: Report, ids: list[str],
     warn = [c for c in summary.checks if c.status is Status.WARN]
     lines: list[tuple[int, str]] = []
     for c in bad + warn:
-        if c.id not in ids:  # cluster-consistency: its message names only the minorities
+        if c.id not in ids or c.id == CLUSTER_ID:  # its message names only the minorities
             lines.append((_ORDER.index(c.status), f"{c.id}: {_clip(c.message)}"))
             continue
         j = ids.index(c.id)
@@ -64,7 +87,7 @@ def _verdict(summary: Report, ids: list[str],
                 parts.append(f"and {len(hits) - 4} more groups")
             lines.append((_ORDER.index(c.status), f"{c.id}: " + " | ".join(parts)))
     lines.sort(key=lambda t: t[0])
-    tail = ", ".join(f"{s[k.value]} {k.value}" for k in Status)
+    tail = ", ".join(f"{s[k.value]} {k.value}" for k in Status if s[k.value])
     out = [line for _, line in lines]
     if bad:
         return "bad", f"FAIL: {count(len(bad), 'check')} failed ({tail})", out
@@ -94,8 +117,9 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
     ids: list[str] = []
     for s in sources:
         for c in s.report.checks:
-            if c.id not in ids and c.id != "cluster-consistency":
+            if c.id not in ids and c.id != CLUSTER_ID:
                 ids.append(c.id)
+    consistency = summary.get(CLUSTER_ID)
     groups: dict[tuple[tuple[str, str, str], ...], list[Source]] = {}
     for s in sources:
         results: list[tuple[str, str, str]] = []
@@ -103,7 +127,12 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
             got = s.report.get(cid)
             results.append(("none", "not run in this report", "") if got is None
                            else (got.status.value, got.message, got.remedy))
+        if consistency is not None:
+            results.append(_agreement(s, consistency))
         groups.setdefault(tuple(results), []).append(s)
+    plain = len(ids)  # columns of the reports' own checks; cluster-consistency comes after them
+    if consistency is not None:  # a failing check gets a column like any other
+        ids.append(CLUSTER_ID)
     majority = max(groups.items(), key=lambda kv: len(kv[1]))[0] if groups else ()
 
     def worst(sig: tuple[tuple[str, str, str], ...]) -> int:
@@ -118,11 +147,13 @@ def render_page(sources: Sequence[Source], summary: Report, expected_ranks: Sequ
     missing = sorted(set(expected_ranks) - reported)
     if missing:
         text = f"{rank_text(missing, limit=6)} did not report"
-        rows.append({"label": text, "tip": text, "cells": ["none"] * len(ids), "marks": [], "flag": 1,
+        cells = ["none"] * plain + ["fail"] * (len(ids) - plain)  # not reporting fails the agreement
+        rows.append({"label": text, "tip": text, "cells": cells, "marks": [], "flag": 1,
                      "n": len(missing), "results": [["no report", ""]] * len(ids)})
     for sig, members in ordered:
         label, tip = _label(members)
-        marks = [j for j, cell in enumerate(sig) if len(groups) > 1 and cell[:2] != majority[j][:2]]
+        # The agreement column is itself the difference: only the checks' own cells are marked.
+        marks = [j for j, cell in enumerate(sig[:plain]) if len(groups) > 1 and cell[:2] != majority[j][:2]]
         rows.append({"label": label, "tip": tip, "cells": [st for st, _, _ in sig], "marks": marks,
                      "flag": 1 if sig != majority else 0, "n": len(members),
                      "results": [[_clip(m), _clip(r)] for _, m, r in sig]})

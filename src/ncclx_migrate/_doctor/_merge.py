@@ -36,6 +36,8 @@ FINGERPRINT: tuple[tuple[str, str, str, str, Status], ...] = (
     ("dumps the flight recorder to", "dump the flight recorder to", "flight-recorder", "dump_prefix",
      Status.WARN),
     ("has NCCLX_HANG_DUMP =", "have NCCLX_HANG_DUMP =", "flight-recorder", "hang_dump", Status.WARN),
+    ("has extensions built for legacy only:", "have extensions built for legacy only:", "compiled-extensions",
+     "legacy_only_packages", Status.WARN),
     ("sees GPUs:", "see GPUs:", "gpu-binding", "device_count", Status.WARN),
     ("has", "have", "env-vars", "nccl_env", Status.WARN),
     ("has", "have", "env-vars", "torch_env", Status.WARN),
@@ -250,7 +252,7 @@ def merge_reports(sources: Sequence[Source], level: str = "merge", expected_rank
 
 
 def load_reports(paths: Sequence[str]) -> list[Source]:
-    """Read ``ncclx doctor --json`` files; raise ValueError naming the bad file."""
+    """Read ``ncclx doctor --format json`` files; raise ValueError naming the bad file."""
     out = []
     for path in paths:
         try:
@@ -264,7 +266,7 @@ def load_reports(paths: Sequence[str]) -> list[Source]:
             report = Report.from_text(raw)
         except ReportError as exc:
             why = str(exc)
-            hint = "; save reports with ncclx doctor --json > FILE"
+            hint = "; save reports with ncclx doctor --format json > FILE"
             if why.startswith("not JSON"):
                 raise ValueError(f"{path}: {why}{hint}") from None
             raise ValueError(f"{path}: not an ncclx doctor report: {why}") from None

@@ -67,6 +67,9 @@ class Report:
     rank: int | None
     torch: str | None
     checks: list[CheckResult] = field(default_factory=list)
+    # The backend the checks judged (an IMPL_* name) and why; None in a merged report.
+    backend: str | None = None
+    backend_why: str = ""
 
     def summary(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Status}
@@ -88,6 +91,7 @@ class Report:
             "host": self.host,
             "rank": self.rank,
             "torch": self.torch,
+            "backend": None if self.backend is None else {"judged": self.backend, "why": self.backend_why},
             "summary": self.summary(),
             "checks": [c.to_json() for c in self.checks],
         }
@@ -139,8 +143,13 @@ class Report:
         torch = data.get("torch")
         if torch is not None and not isinstance(torch, str):
             raise ReportError(f'"torch" is {_short(torch)}, expected a version string or null')
+        backend = data.get("backend")  # absent in reports written before it existed
+        if backend is not None and not (isinstance(backend, dict) and isinstance(backend.get("judged"), str)):
+            raise ReportError(f'"backend" is {_short(backend)}, expected {{"judged": NAME, "why": TEXT}} or null')
         return cls(level=_text(data, "level", "", required=True), host=_text(data, "host", "", required=True),
-                   rank=rank, torch=torch, checks=out)
+                   rank=rank, torch=torch, checks=out,
+                   backend=backend["judged"] if backend else None,
+                   backend_why=_text(backend, "why", "backend.") if backend else "")
 
 
 # Deeper than any report the doctor writes (details hold flat facts and small tables).

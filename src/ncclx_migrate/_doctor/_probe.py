@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._facts import Facts
+from ._facts import NO_GPU_WHY, Facts
 from ._model import CheckResult, Status
 
 __all__ = ["run_probe"]
@@ -44,7 +44,7 @@ def _plan(f: Facts) -> tuple[str, int, str]:
         return named, (min(gpus, MAX_GPU_RANKS) or 1) if "gloo" not in named else 2, f"--backend {named}"
     if gpus > 0 and f.build is not None and f.build.nccl_available:
         return "nccl", min(gpus, MAX_GPU_RANKS), f"{gpus} GPU(s) visible"
-    return "gloo", 2, "no GPU visible" if gpus == 0 else "this torch has no NCCL"
+    return "gloo", 2, NO_GPU_WHY if gpus == 0 else "this torch has no NCCL"
 
 
 def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[str, str],
@@ -178,11 +178,11 @@ def _failure_remedy(f: Facts, backend: str, timeout: float, errors: list[str]) -
     uses_gpu = "gloo" not in backend.lower()
     if uses_gpu and (f.gpu_count == 0 or "cuda device" in text or "no gpus found" in text
                      or "no nvidia driver" in text):
-        return (f'no GPU is visible here, and "{backend}" needs one: run the probe on a GPU node '
-                "(check nvidia-smi and CUDA_VISIBLE_DEVICES), or use --backend gloo on CPU-only machines")
+        return (f'"{backend}" needs a GPU (none here, see gpu-binding): run the probe on a GPU node, '
+                "or use --backend gloo on CPU-only machines")
     if uses_gpu:
         return "run the job's init on this node with NCCL_DEBUG=INFO TORCH_CPP_LOG_LEVEL=INFO to see why"
-    return "check that 127.0.0.1 ports are free and torch.distributed works (the rank logs are in --json)"
+    return "check that 127.0.0.1 ports are free and torch.distributed works (the rank logs are in --format json)"
 
 
 def _buffer_size(f: Facts) -> int:

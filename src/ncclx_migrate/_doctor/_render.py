@@ -8,6 +8,7 @@ transient status line ("probe: 2 ranks, all_reduce...") for the slow steps.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -74,7 +75,7 @@ def _problems(c: CheckResult) -> list[tuple[str, str]]:
         rest = ordered[len(shown):]
         if rest:  # results that differ rank by rank: stay one screen, the JSON has them all
             n = sum(int(g.get("count") or 0) for g in rest)
-            out.append((f"{len(rest)} more distinct results on {n} more ranks/reports (--json lists them)", ""))
+            out.append((f"{len(rest)} more distinct results on {n} more ranks/reports (--format json lists them)", ""))
         return out
     listed = c.details.get("problems")
     if isinstance(listed, list) and listed and all(isinstance(p, dict) for p in listed):
@@ -94,6 +95,20 @@ def header_text(report: Report) -> str:
     return f"ncclx doctor: level {report.level}, host {report.host}{rank}, torch {report.torch or 'not installed'}"
 
 
+def header_lines(report: Report, width: int) -> list[str]:
+    return [header_text(report)] + (_wrap(backend_text(report), width, "", "  ") if report.backend else [])
+
+
+def backend_text(report: Report) -> str:
+    """Which backend the checks judged and why; on a node without a GPU, how to judge the GPU job."""
+    from ._facts import NO_GPU_WHY
+
+    if report.backend_why == NO_GPU_WHY:
+        return (f"judged as a {report.backend} job: this node has no GPU (see gpu-binding); "
+                "judge the GPU job with --backend nccl")
+    return f"judged as a {report.backend} job: {report.backend_why}"
+
+
 def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     mark, code = _MARK[c.status]
     lead = f"  {mark.ljust(5)} {c.id.ljust(_ID_WIDTH)}  "
@@ -105,10 +120,16 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     if not grouped and (c.status not in _BAD or (len(problems) == 1 and not problems[0][1])):
         out = _wrap(c.message, width, lead, col)
     else:
-        out = _wrap(_title(c.id), width, lead, col)
-        for finding, fix in problems:
+        title = _title(c.id)
+        # A merged check that is the same everywhere says so once, on its heading.
+        everyone = re.search(r" \(all [\d,]+ (ranks|reports)\)$", c.message)
+        if everyone and not any(everyone.group(0) in finding for finding, _ in problems):
+            title += everyone.group(0)
+        out = _wrap(title, width, lead, col)
+        for n, (finding, fix) in enumerate(problems):
             out += _wrap(finding, width, "        - ", " " * 10)
-            if fix:
+            # A fix shared by the problems that follow is printed once, under the last of them.
+            if fix and not any(later == fix for _, later in problems[n + 1:]):
                 out += _wrap(fix, width, "          fix: ", " " * 15)
     if color:
         out[0] = f"  {_paint(mark.ljust(5), code, color)}{out[0][7:]}"
@@ -117,14 +138,14 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
 
 def summary_text(report: Report, color: bool = False) -> str:
     s = report.summary()
-    tail = ", ".join(f"{s[k.value]} {k.value}" for k in Status)
+    tail = ", ".join(f"{s[k.value]} {k.value}" for k in Status if s[k.value])  # no "0 fail"
     verdict = "FAIL" if s["fail"] or s["error"] else "WARN" if s["warn"] else "OK"
     code = {"FAIL": "31;1", "WARN": "33", "OK": "32"}[verdict]
     return f"{_paint(verdict, code, color)}: {tail}"
 
 
 def render(report: Report, color: bool = False, width: int = 80) -> str:
-    lines = [header_text(report)]
+    lines = header_lines(report, width)
     for c in report.checks:
         lines += check_lines(c, width, color)
     lines.append(summary_text(report, color))
@@ -166,7 +187,7 @@ class Progress:
             self._write("\n".join(lines) + "\n")
 
     def header(self, report: Report) -> None:
-        self.lines([header_text(report)])
+        self.lines(header_lines(report, self.width))
 
     def check(self, c: CheckResult) -> None:
         self.lines(check_lines(c, self.width, self.color))

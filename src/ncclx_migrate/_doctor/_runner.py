@@ -40,7 +40,7 @@ def _run_one(check: Check, facts: Facts) -> CheckResult:
         return CheckResult(
             check.id, Status.ERROR,
             f"the check crashed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "),
-            "report this to the ncclx-migrate maintainers with the --json output",
+            "report this to the ncclx-migrate maintainers with the --format json output",
             {"exception": type(exc).__name__, "where": where},
         )
     if result.id != check.id:  # keep the contract even if a check mislabels itself
@@ -62,6 +62,10 @@ def run_checks(options: Options, environ: Mapping[str, str] | None = None,
     except Exception:
         torch_version = None
     report = Report(level=options.level, host=facts.host, rank=facts.rank, torch=torch_version, checks=[])
+    try:
+        report.backend, report.backend_why = facts.job_backend
+    except Exception:  # the checks that read it report the failure
+        pass
     if progress is not None:
         progress.header(report)
     for check, runs in selected_checks(options):

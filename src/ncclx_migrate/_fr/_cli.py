@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from .._format import format_option
 from ._analyze import analyze
 from ._load import MAX_DUMP_BYTES, DumpError, load_dir, read_raw, repaired_pickle_obj, show
 from ._render import render_human, to_json
@@ -46,7 +47,7 @@ _MAX_HELP = "Refuse a dump file larger than this many MB (a real one is a few MB
 @fr.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--prefix", "-p", default=None, help="Dump file prefix (default: inferred, as torchfrtrace).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema ncclx.fr/1).")
+@format_option("ncclx.fr/1")
 @click.option("--jobs", "-j", type=click.IntRange(1, 1024), default=None, help=_JOBS_HELP)
 @click.option("--max-dump-mb", type=click.IntRange(1, 1 << 20), default=MAX_DUMP_BYTES >> 20, help=_MAX_HELP)
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._htmlpage import count, esc, page, ranges, rank_text, spans, write_atomic
+from ._frames import is_user
 
 __all__ = ["render_page", "write_page"]
 
@@ -55,6 +56,11 @@ def _frame(f: Any) -> str:
     if isinstance(f, (list, tuple)) and len(f) == 3:
         return f"{f[0]} at {f[1]}:{f[2]}"
     return str(f)
+
+
+def _user_frame(f: Any) -> bool:
+    """A frame of the user's code, not torch's own (shown first; torch's fold behind a toggle)."""
+    return is_user(str(f.get("filename", ""))) if isinstance(f, dict) else True
 
 
 def _derived_per_rank(group: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -102,15 +108,20 @@ class _Entries:
         self._index: dict[tuple[Any, ...], int] = {}
 
     def __call__(self, e: dict[str, Any]) -> int:
-        frames = e.get("frames") or []
+        frames = [f for f in e.get("frames") or [] if f]
         key = (e.get("seq"), e.get("op"), e.get("state"), e.get("retired"), repr(e.get("input_sizes")),
                repr(e.get("input_dtypes")), repr(e.get("output_sizes")), repr(e.get("output_dtypes")),
                repr(frames))
         i = self._index.get(key)
         if i is None:
             state = str(e.get("state", ""))
+            # The grid's colour for this entry: a retired entry is done there (green) whatever
+            # state torch recorded (gloo leaves every entry "scheduled").
+            cls = "c" if e.get("retired") or state == "completed" else _CELL.get(state, "")
             if e.get("retired") and state != "completed":
                 state += " (retired)"
+            mine = [f for f in frames if _user_frame(f)]
+            theirs = [f for f in frames if not _user_frame(f)]
             i = self._index[key] = len(self.items)
             self.items.append([
                 e.get("seq"),
@@ -120,7 +131,9 @@ class _Entries:
                 self.s(_text(e.get("input_dtypes", ""))),
                 self.s(_text(e.get("output_sizes", ""))),
                 self.s(_text(e.get("output_dtypes", ""))),
-                [self.s(_frame(f)) for f in frames],
+                [self.s(_frame(f)) for f in mine],
+                [self.s(_frame(f)) for f in theirs],
+                cls,
             ])
         return i
 
@@ -191,9 +204,19 @@ def _mismatch_line(g: dict[str, Any], m: dict[str, Any]) -> str:
             f"where the other ranks passed {m['expected']}")
 
 
-def _group_lines(g: dict[str, Any]) -> list[str]:
-    lines = _incomplete_line(g) + [_mismatch_line(g, m) for m in g.get("mismatches") or []]
+def _where_lines(g: dict[str, Any]) -> list[str]:
+    """Where the waiting ranks called the stuck collective, and where each culprit was."""
+    lines = []
+    called = g.get("called_from")
+    if isinstance(called, dict):
+        lines.append(f"the waiting ranks called it from {_frame(called)}")
+    for r, f in (g.get("stuck_at") or {}).items():
+        lines.append(f"rank {r} was at {_frame(f)} when it dumped")
     return lines
+
+
+def _group_lines(g: dict[str, Any]) -> list[str]:
+    return _incomplete_line(g) + [_mismatch_line(g, m) for m in g.get("mismatches") or []] + _where_lines(g)
 
 
 def _verdict(report: dict[str, Any]) -> tuple[str, str, list[str]]:
@@ -201,8 +224,10 @@ def _verdict(report: dict[str, Any]) -> tuple[str, str, list[str]]:
     culprits = sorted({r for g in groups for r in g.get("culprit_ranks") or []})
     lines = [line for g in groups for line in _group_lines(g)]
     missing = report.get("missing_dumps") or []
-    if missing:
-        lines.append(f"no dump from {rank_text(missing)}: turn on the watchdog "
+    if missing:  # said once: a group's line may already have named these ranks
+        named = {r for g in groups for r in (g.get("first_incomplete") or {}).get("no_dump_ranks") or []}
+        lines.append("to get a dump from every rank, turn on the watchdog (NCCLX_HANG_DUMP=SECONDS)"
+                     if named >= set(missing) else f"{rank_text(missing)} left no dump: turn on the watchdog "
                      "(NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang")
     if len(lines) > _MAX_VERDICT_LINES:
         more = len(lines) - _MAX_VERDICT_LINES + 1
@@ -285,11 +310,14 @@ const S=DATA.S,E=DATA.E;
 legend(document.getElementById("legend"),DATA.legend);
 function entryRows(ids){
   if(!ids.length)return '<p class="hint">No entries for this rank in this group.</p>';
-  const h=['<table><thead><tr><th>seq</th><th>op</th><th>state</th><th>input sizes</th><th>input dtypes</th><th>output sizes</th><th>output dtypes</th><th>stack (innermost first)</th></tr></thead><tbody>'];
+  const h=['<table><thead><tr><th>seq (newest first)</th><th>op</th><th>state</th><th>input sizes</th><th>input dtypes</th><th>output sizes</th><th>output dtypes</th><th>stack (your code first, innermost first)</th></tr></thead><tbody>'];
+  const stack=e=>{const mine=e[7].map(i=>esc(S[i])).join("<br>"),n=e[8].length;
+    if(!mine&&!n)return '<span class="hint">no stack traces in the dump</span>';
+    return mine+(n?`<details class="torch"><summary>${n} torch frame${n>1?"s":""}</summary>${e[8].map(i=>esc(S[i])).join("<br>")}</details>`:"")};
   for(const id of ids.slice().reverse()){const e=E[id];
-    h.push(`<tr><td>#${esc(e[0])}</td><td>${esc(S[e[1]])}</td><td><span class="tag ${({completed:"c",started:"st",scheduled:"sc"})[S[e[2]]]||""}">${esc(S[e[2]])}</span></td>`+
+    h.push(`<tr><td>#${esc(e[0])}</td><td>${esc(S[e[1]])}</td><td><span class="tag ${esc(e[9])}">${esc(S[e[2]])}</span></td>`+
       `<td class="mono">${esc(S[e[3]])}</td><td class="mono">${esc(S[e[4]])}</td><td class="mono">${esc(S[e[5]])}</td><td class="mono">${esc(S[e[6]])}</td>`+
-      `<td class="mono">${e[7].map(i=>esc(S[i])).join("<br>")||'<span class="hint">no stack traces in the dump</span>'}</td></tr>`)}
+      `<td class="mono">${stack(e)}</td></tr>`)}
   h.push("</tbody></table>");return h.join("")}
 DATA.groups.forEach((g,gi)=>{
   if(!g.cols.length)return;

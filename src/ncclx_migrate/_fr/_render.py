@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
+from ._frames import is_user
 from ._ranges import ranges
 
-__all__ = ["SCHEMA", "render_human", "to_json"]
+__all__ = ["SCHEMA", "called_from", "render_human", "stuck_at", "to_json", "user_first"]
 
 SCHEMA = "ncclx.fr/1"
 
@@ -32,11 +33,38 @@ def _verb(ranks: list[int], one: str, many: str) -> str:
     return one if len(ranks) == 1 else many
 
 
-def _user_frame(frames: tuple[tuple[str, str, int], ...]) -> str | None:
-    for name, filename, line in frames:
-        if "/torch/" not in filename and "/ncclx_migrate/" not in filename:
-            return f"{name} at {filename}:{line}"
-    return None
+def user_first(frames: tuple[tuple[str, str, int], ...]) -> tuple[list[tuple[str, str, int]], int]:
+    """(the user's frames, innermost first; how many of torch's own frames were folded)."""
+    mine = [f for f in frames if is_user(f[1])]
+    return mine, len(frames) - len(mine)
+
+
+def frame_json(frame: tuple[str, str, int] | None) -> dict[str, Any] | None:
+    return None if frame is None else {"name": frame[0], "filename": frame[1], "line": frame[2]}
+
+
+def _frame_text(frame: tuple[str, str, int]) -> str:
+    return f"{frame[0]} at {frame[1]}:{frame[2]}"
+
+
+def stuck_at(diag: Diagnosis, g: GroupReport) -> dict[int, tuple[str, str, int]]:
+    """Culprit rank -> the innermost frame of its own code when it dumped (ncclx watchdog dumps)."""
+    out: dict[int, tuple[str, str, int]] = {}
+    for r in g.culprit_ranks:
+        dump = diag.dumps.dumps.get((g.recorder, r))
+        where = dump.meta.get("main_thread_at") if dump is not None else None
+        if isinstance(where, str) and " at " in where:
+            name, _, place = where.rpartition(" at ")
+            filename, _, line = place.rpartition(":")
+            if filename and line.isdigit():
+                out[r] = (name, filename, int(line))
+    return out
+
+
+def called_from(inc: Incomplete | None) -> tuple[str, str, int] | None:
+    """The innermost user frame from which the waiting ranks called the stuck collective."""
+    mine, _ = user_first(inc.frames) if inc is not None else ([], 0)
+    return mine[0] if mine else None
 
 
 def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
@@ -54,10 +82,13 @@ def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
             f"({_verb(inc.no_dump_ranks, 'it', 'they')} may have exited or crashed)"
         )
     if inc.no_dump_ranks and inc.why != "no-dump":
-        lines.append(f"  {rank_list(inc.no_dump_ranks)} left no dump: unknown whether they entered it")
-    where = _user_frame(inc.frames)
-    if where:
-        lines.append(f"  the waiting ranks called it from {where}")
+        they = _verb(inc.no_dump_ranks, "it", "they")
+        lines.append(f"  {rank_list(inc.no_dump_ranks)} left no dump: unknown whether {they} entered it")
+    mine, folded = user_first(inc.frames)
+    if mine:
+        chain = ", from ".join(_frame_text(f) for f in mine)
+        more = f" (+{folded} torch frame{'s' if folded != 1 else ''})" if folded else ""
+        lines.append(f"  the waiting ranks called it from {chain}{more}")
     return lines
 
 
@@ -80,15 +111,7 @@ def _mismatch_line(g: GroupReport, m: Mismatch) -> str:
 
 def _stack_lines(diag: Diagnosis, g: GroupReport) -> list[str]:
     """Where each culprit rank's main thread was when it dumped (ncclx watchdog dumps only)."""
-    lines: list[str] = []
-    for r in g.culprit_ranks:
-        dump = diag.dumps.dumps.get((g.recorder, r))
-        if dump is None:
-            continue
-        where = dump.meta.get("main_thread_at")
-        if isinstance(where, str) and where:
-            lines.append(f"  rank {r} was at {where} when it dumped")
-    return lines
+    return [f"  rank {r} was at {_frame_text(f)} when it dumped" for r, f in stuck_at(diag, g).items()]
 
 
 def render_human(diag: Diagnosis) -> str:
@@ -118,10 +141,16 @@ def render_human(diag: Diagnosis) -> str:
         done = _retired_text(g.last_completed)
         out.append(f"  last collective retired (completed, or failed on gloo): {done or 'none'}")
     if diag.missing_dumps:
-        out.append(
-            f"no dump from {rank_list(diag.missing_dumps)} (expected {ds.prefix}<rank> in {ds.folder}); "
-            "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
-        )
+        # Said once: a group's first incomplete collective may already have named these ranks.
+        named = {r for g in diag.groups if g.first_incomplete for r in g.first_incomplete.no_dump_ranks}
+        if named >= set(diag.missing_dumps):
+            out.append(f"to get a dump from every rank ({ds.prefix}<rank> in {ds.folder}), "
+                       "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS)")
+        else:
+            out.append(
+                f"{rank_list(diag.missing_dumps)} left no dump (expected {ds.prefix}<rank> in {ds.folder}); "
+                "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
+            )
     culprits = sorted({r for g in diag.groups for r in g.culprit_ranks})
     if culprits:
         out.append(f"verdict: culprit {rank_list(culprits)}")
@@ -175,6 +204,10 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
                     for m in g.mismatches
                 ],
                 "culprit_ranks": g.culprit_ranks,
+                # Innermost frames of the user's code: where each culprit was when it dumped,
+                # and where the waiting ranks called the first incomplete collective.
+                "stuck_at": {str(r): frame_json(f) for r, f in stuck_at(diag, g).items()},
+                "called_from": frame_json(called_from(inc)),
                 "last_completed": {str(r): s for r, s in sorted(g.last_completed.items())},
                 "missing_dumps": g.missing_dumps,
                 "per_rank": {

@@ -32,6 +32,8 @@ import sys
 import threading
 import time
 
+from ._frames import is_user
+
 # No json, traceback, pathlib, typing or dataclasses at import: NCCLX_HANG_DUMP starts this
 # module inside `import ncclx_migrate` (budget 20 ms; json alone costs ~10 ms).
 TYPE_CHECKING = False
@@ -58,9 +60,21 @@ def parse_seconds(text: str) -> float:
     return value
 
 
+def _rank_tag() -> str:
+    """" (rank N)" for the log lines: the process group's rank, else the launcher's RANK."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return f" (rank {dist.get_rank()})"
+    except Exception:  # a group being torn down: fall back to the environment
+        pass
+    rank = os.environ.get("RANK", "").strip()
+    return f" (rank {rank})" if rank.isdigit() else ""
+
+
 def _log(msg: str) -> None:
     try:
-        sys.stderr.write(f"ncclx hang dump: {msg}\n")
+        sys.stderr.write(f"ncclx hang dump{_rank_tag()}: {msg}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -70,7 +84,7 @@ def _user_frame(frame: FrameType | None) -> str:
     """Innermost frame outside torch, ncclx and the stdlib threading module."""
     while frame is not None:
         fn = frame.f_code.co_filename
-        if "/torch/" not in fn and "/ncclx_migrate/" not in fn and not fn.endswith("threading.py"):
+        if is_user(fn):
             return f"{frame.f_code.co_name} at {fn}:{frame.f_lineno}"
         frame = frame.f_back
     return ""

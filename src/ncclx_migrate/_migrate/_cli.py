@@ -87,7 +87,7 @@ def migrate(
         raise click.UsageError("--diff and --write are exclusive: --diff shows what --write would do")
     if unsafe_fixes and not (write or diff):
         raise click.UsageError("--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them "
-                               "(the report already lists every finding, [unsafe-fix] ones included)")
+                               "(the report already lists every finding, those with an unsafe fix included)")
     if target_torch is not None:
         from .._torchfacts import target_range_error
 
@@ -103,7 +103,11 @@ def migrate(
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
-            click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {source})", err=True)
+            import os
+
+            rel = os.path.relpath(source)  # as the user would name it, when under the working directory
+            shown = source if rel.startswith("..") else rel
+            click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {shown})", err=True)
     options = Options(
         target_torch=target,
         apply_safe=write or diff,
@@ -130,7 +134,9 @@ def migrate(
     results = report.results
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
-    if diff:
+    if unchecked and not report.files_scanned and not any(r.error for r in results):
+        pass  # nothing was checked at all: the error alone, not a report of 0 files
+    elif diff:
         for o in sorted(report.outcomes, key=lambda o: o.result.path):  # the report's order
             if o.diff:
                 click.echo(o.diff, nl=False)
@@ -164,8 +170,8 @@ def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
         if os.path.isdir(p):
             prefix = os.path.join(os.path.normpath(p), "")
             if not any(os.path.normpath(f).startswith(prefix) or os.path.normpath(p) == "." for f in scanned):
-                out.append(f"{p}: holds no file ncclx migrate checks (Python, shell scripts, Dockerfiles, YAML, "
-                           ".env, notebooks), or --exclude/.gitignore left none")
+                out.append(f"{p}: nothing to check (no Python, shell, Dockerfile, YAML, .env or notebook file, "
+                           "or --exclude/.gitignore left none)")
         elif p not in scanned and os.path.exists(p):
             out.append(f"{p}: not a kind of file ncclx migrate checks (Python, shell scripts with a shebang or "
                        ".sh, Dockerfiles, YAML, .env, notebooks); pass --ignore-unknown to skip such files")
@@ -236,9 +242,16 @@ def rules(fmt: str) -> None:
         click.echo(f"{r.code}  {r.fix_label:<{width}}  torch {r.torch:<16}  {r.summary}")
 
 
+# Wider lines are hard to read, however wide the terminal.
+_EXPLAIN_MAX_WIDTH = 100
+
+
 @click.command()
 @click.argument("code")
-def explain(code: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default=None,
+              help="text: laid out for a terminal; markdown: the source. Default: text on a terminal, "
+                   "markdown in a pipe.")
+def explain(code: str, fmt: str | None) -> None:
     """Print a rule's full documentation (why, fix, evidence)."""
     rule = get_rule(code)
     if rule is None:
@@ -246,4 +259,13 @@ def explain(code: str) -> None:
     doc = rule_doc(rule.code)
     if doc is None:
         raise click.UsageError(f"{rule.code} has no documentation file ({rule.doc_path}); this is a packaging bug")
-    click.echo(doc.rstrip("\n"))
+    if (fmt or ("text" if sys.stdout.isatty() else "markdown")) == "markdown":
+        click.echo(doc.rstrip("\n"))
+        return
+    import shutil
+
+    from ._mdterm import render_markdown
+
+    width = min(shutil.get_terminal_size().columns, _EXPLAIN_MAX_WIDTH)
+    color = use_color(sys.stdout)
+    click.echo(render_markdown(doc, width, color), nl=False, color=color)

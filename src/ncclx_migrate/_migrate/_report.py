@@ -11,13 +11,12 @@ from urllib.parse import quote
 
 from .. import __version__
 from ._model import FileResult, Finding, FixKind
-from ._rules import RULES
+from ._rules import RULES, rule_doc_uri
 
 __all__ = ["FORMATS", "SCHEMA", "TextView", "render"]
 
 SCHEMA = "ncclx.migrate/1"
 FORMATS = ("text", "json", "sarif", "github")
-_DOCS = "https://github.com/ncclx-migrate/ncclx-migrate/blob/main/docs/rules.md"
 
 
 def _all_findings(results: Sequence[FileResult]) -> list[Finding]:
@@ -82,9 +81,7 @@ def _marker(f: Finding, dry_run: bool, style: _Style) -> str:
         return style("[would fix]" if dry_run else "[fixed]", _GREEN) + " "
     if f.fix is FixKind.SAFE:
         return style("[*]", _CYAN) + " "
-    if f.fix is FixKind.UNSAFE:
-        return style("[unsafe-fix]", _YELLOW) + " "
-    return ""
+    return ""  # ruff's way: an unsafe fix has no tag; the summary counts them
 
 
 def _frame(f: Finding, text: str | None, style: _Style) -> list[str]:
@@ -112,6 +109,7 @@ def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: T
     safe = sum(1 for f in left if f.fix is FixKind.SAFE)
     unsafe = sum(1 for f in left if f.fix is FixKind.UNSAFE)
     out = f"Found {_plural(len(findings), 'finding')} in {_plural(files_scanned, 'file')}"
+    hint = ""
     if view.write:
         out += f" ({fixed} fixed, {len(left)} left)."
     elif view.diff:
@@ -120,10 +118,12 @@ def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: T
     else:
         out += "."
     if not (view.write or view.diff):
+        # ruff's hint, on a line of its own: unsafe fixes are "hidden" (no tag on their lines).
+        hidden = f"{unsafe} hidden fix{'' if unsafe == 1 else 'es'} can be enabled with --write --unsafe-fixes"
         if safe:
-            out += f" {safe} fixable with --write ([*])."
-        if unsafe:
-            out += f" {unsafe} {'more ' if safe else ''}fixable with --write --unsafe-fixes."
+            hint = f"[*] {safe} fixable with --write" + (f" ({hidden})." if unsafe else ".")
+        elif unsafe:
+            hint = f"No fixes available ({hidden})."
     else:
         # Fixes that were wanted but not applied overlap another fix: a second run takes them.
         pending = safe + (unsafe if view.unsafe else 0)
@@ -133,7 +133,7 @@ def _summary(findings: list[Finding], n_errors: int, files_scanned: int, view: T
             out += f" {unsafe} more with --unsafe-fixes."
     if n_errors:
         out += f" {_plural(n_errors, 'file')} could not be processed."
-    return out
+    return out + (f"\n{hint}" if hint else "")
 
 
 def render_text(
@@ -201,16 +201,13 @@ def _artifact(path: str) -> dict[str, str]:
 
 
 def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
-    rules = [
-        {
-            "id": r.code,
-            "name": r.name,
-            "shortDescription": {"text": r.summary},
-            "helpUri": f"{_DOCS}#{r.code.lower()}",
-            "properties": {"fix": r.fix_label, "torch": r.torch},
-        }
-        for r in RULES
-    ]
+    rules = []
+    for r in RULES:
+        rule: dict[str, object] = {"id": r.code, "name": r.name, "shortDescription": {"text": r.summary}}
+        uri = rule_doc_uri(r.code)  # the page `ncclx explain` prints, where it is a file
+        if uri:
+            rule["helpUri"] = uri
+        rules.append({**rule, "properties": {"fix": r.fix_label, "torch": r.torch}})
     index = {r.code: i for i, r in enumerate(RULES)}
     sarif_results = []
     for f in _all_findings(results):
@@ -241,7 +238,6 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
             "tool": {"driver": {
                 "name": "ncclx-migrate",
                 "version": __version__,
-                "informationUri": _DOCS,
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from ._model import FixKind
 
-__all__ = ["RULES", "Rule", "get_rule", "rule_doc", "rules_markdown"]
+__all__ = ["RULES", "Rule", "get_rule", "rule_doc", "rule_doc_uri", "rules_markdown"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,18 @@ def rule_doc(code: str) -> str | None:
         return (resources.files(__name__.rpartition(".")[0]) / rule.doc_path).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def rule_doc_uri(code: str) -> str | None:
+    """A file: URI of ``code``'s documentation in the installed package (SARIF's helpUri), or
+    None where the package is not a directory on disk (a zip) or the file is missing."""
+    rule = get_rule(code)
+    if rule is None:
+        return None
+    doc = resources.files(__name__.rpartition(".")[0]) / rule.doc_path
+    if not isinstance(doc, Path) or not doc.is_file():
+        return None
+    return doc.resolve().as_uri()
 
 
 def rules_markdown() -> str:

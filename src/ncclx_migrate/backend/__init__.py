@@ -6,6 +6,8 @@ See docs/backend.md.
 
 from __future__ import annotations
 
+import os
+
 from ._compat import (
     NCCL_BACKEND_NAMES,
     build_nccl_version,
@@ -26,6 +28,7 @@ __all__ = [
     "build_nccl_version",
     "coalescing",
     "dump_flight_recorder",
+    "get_include",
     "install_legacy_shim",
     "is_nccl",
     "reconfigure",
@@ -34,3 +37,12 @@ __all__ = [
     "set_timeout",
     "use_nccl2",
 ]
+
+
+def get_include() -> str:
+    """The folder holding ``ncclx/compat.h``, for a C++ extension's ``include_dirs``.
+
+    The header tells the legacy ProcessGroupNCCL from nccl2 and gives the communicator on
+    torch 2.13-2.15 (docs/backend.md). Like ``numpy.get_include()``: no torch import.
+    """
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

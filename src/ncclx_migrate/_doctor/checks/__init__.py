@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .._facts import Facts
 from .._model import CheckResult
 from ._env import env_vars
+from ._extensions import compiled_extensions
 from ._fr import flight_recorder
 from ._gpu import gpu_binding
 from ._nccl import fast_reconfigure, nccl_version, rccl_version
@@ -41,6 +42,8 @@ CHECKS: tuple[Check, ...] = (
     Check("fast-reconfigure", "static", "reconfigure and the shrink/grow fast path", fast_reconfigure),
     Check("flight-recorder", "static", "flight recorder buffer, dump path, dump on hang", flight_recorder),
     Check("env-vars", "static", "deprecated TORCH_NCCL_* names and those nccl2 ignores", env_vars),
+    Check("compiled-extensions", "static", "installed C++ extensions built for the legacy class only",
+          compiled_extensions),
     Check("gpu-binding", "static", "GPUs, CUDA_VISIBLE_DEVICES and LOCAL_RANK binding", gpu_binding),
     Check("probe", "probe", "a real process group and collective suite on this node", probe),
     # Computed by the cluster gather, not by a function of one process's facts.

@@ -58,11 +58,7 @@ def gpu_binding(f: Facts) -> CheckResult:
         return CheckResult(cid, Status.SKIP, "cannot count GPUs at this level", "", details)
     vis = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
     if count == 0:
-        status = Status.FAIL if f.options.require_gpu else Status.WARN
-        return CheckResult(cid, status, f"no GPU visible{vis}: NCCL backends cannot run here",
-                           "run on a GPU node (check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES)"
-                           if f.options.require_gpu or visible is not None else
-                           "expected on CPU-only machines; run the doctor on a GPU node before the job", details)
+        return _no_gpu(f, impl, vis, details)
     nccl_like = impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY, ti.IMPL_LEGACY)
     msg = f"{count} GPU(s) visible{vis}"
     if local_rank is not None:
@@ -100,3 +96,27 @@ def gpu_binding(f: Facts) -> CheckResult:
     if local_world is not None and local_world < count:
         msg += f"; {count - local_world} GPU(s) left idle by LOCAL_WORLD_SIZE={local_world}"
     return CheckResult(cid, Status.OK, msg, "", details)
+
+
+def _no_gpu(f: Facts, impl: str | None, vis: str, details: dict[str, object]) -> CheckResult:
+    """The one place that says "no GPU visible"; the other checks refer here."""
+    cid = "gpu-binding"
+    named = f.options.backend is not None
+    status = Status.FAIL if f.options.require_gpu else Status.WARN
+    where = ("run on a GPU node (check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES)"
+             if f.options.require_gpu or vis else "")
+    if impl == ti.IMPL_GLOO and named:
+        if not f.options.require_gpu:
+            return CheckResult(cid, Status.OK, f"no GPU visible{vis}; gloo needs none", "", details)
+        return CheckResult(cid, status, f"no GPU visible{vis} (--require-gpu)", where, details)
+    if named:  # the job's NCCL backend, judged on a login node
+        return CheckResult(
+            cid, status,
+            f"no GPU visible{vis}: the NCCL job cannot start here (init_process_group raises); "
+            "the other checks judge it as it will run on a GPU node",
+            where or "run the job, and ncclx doctor --level probe, on a GPU node", details)
+    return CheckResult(
+        cid, status,
+        f"no GPU visible{vis}: a job here gets gloo, which the other checks judge; "
+        'init_process_group("nccl") raises here',
+        where or "on a login node, judge the GPU job with ncclx doctor --backend nccl", details)

@@ -305,7 +305,7 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
     value = a.value
     if value is None:
         if a.default is None:
-            short = f'{TOGGLE_VAR} is computed here: only "0" rolls back (2.15) and only "1" opts in (2.14)'
+            short = f'{TOGGLE_VAR} is computed: only "0" rolls back, only "1" opts in'
             msg = (f"{TOGGLE_VAR} is set from {a.raw_value or 'the environment'}: only the literal "
                    '"0" rolls "nccl" back to legacy ProcessGroupNCCL (torch 2.15) and only "1" '
                    "opts in to nccl2 (2.14); the rollback was announced for 2.15 only")
@@ -314,25 +314,27 @@ def _toggle_hit(a: EnvAssign, options: Options) -> _Hit | None:
             what = {"rollback": "rolls back to legacy ProcessGroupNCCL",
                     "opt-in": "opts in to nccl2 (redundant from 2.15 on)",
                     }.get(meaning, "has no effect (only the literal \"0\" rolls back)")
-            short = f'{TOGGLE_VAR} defaults to "{a.default}" here, which {what}'
+            short = f'{TOGGLE_VAR} defaults to "{a.default}": ' + {"rollback": "a rollback to legacy NCCL",
+                                                                 "opt-in": "a redundant opt-in to nccl2"}.get(
+                meaning, 'no effect (only "0" rolls back)')
             msg = (f'{TOGGLE_VAR} defaults to "{a.default}" here, which {what}; '
                    "the rollback was announced for torch 2.15 only")
         return _Hit(a.name_start, code, a.in_cell + short, FixKind.NONE, None, a.also_lines, msg)
     meaning = toggle_meaning(value)
     if meaning == "rollback":
-        short = f"{TOGGLE_VAR}=0 rolls back to legacy: remove it once the job runs on nccl2"
+        short = f"{TOGGLE_VAR}=0 rolls back to legacy: remove it once on nccl2"
         msg = (f'{TOGGLE_VAR}=0 makes "nccl" build the legacy ProcessGroupNCCL on torch 2.15; '
                "this rollback was announced for 2.15 only: remove it once the job runs on nccl2")
         kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
     elif meaning == "opt-in":
         if options.target_torch < (2, 15):
             return None  # the opt-in is what makes 2.14 use nccl2; it is still needed
-        short = f"{TOGGLE_VAR}=1 is redundant (nccl2 is the default from torch 2.15): remove it"
+        short = f"{TOGGLE_VAR}=1 is redundant from torch 2.15 on: remove it"
         msg = (f"{TOGGLE_VAR}=1 is redundant from torch 2.15 on (nccl2 is the default); "
                "removing it is left to --unsafe-fixes because scripts may read it back")
         kind, edits = _fixed(FixKind.UNSAFE, _remove(a))
     else:
-        short = f'{_show(a)} has no effect (only the literal "0" rolls back): write "0" or remove it'
+        short = f'{_show(a)} does not roll back: write "0" or remove it'
         msg = (f'{_show(a)} has no effect: only the literal "0" rolls back to legacy '
                'ProcessGroupNCCL (torch 2.15 still builds nccl2) and only "1" opts in on 2.14; '
                'write "0" if a rollback was meant, or remove it')
@@ -349,7 +351,7 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
     extra = ""
     if row.kind is EnvKind.DEPRECATED:
         assert repl is not None
-        short = f"{a.name} is deprecated: set {repl} next to it"
+        short = f"{a.name} is deprecated: add {repl}"
         if row.fix is Fix.ADD:
             # Safe only in a form that keeps torch's reading (NEW, then OLD) for every
             # inherited environment; setting NEW outright overrides an inherited NEW.
@@ -357,16 +359,15 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "") -> _Hit:
             if kind is FixKind.NONE:
                 kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
                 if kind is FixKind.UNSAFE:
-                    short = f"{a.name} is deprecated: set {repl} too"
                     extra = (note + a.unsafe_why + f" The fix sets {repl} outright, which overrides a {repl} the job inherits "
                              f"(torch reads {repl} first, then {a.name})"
                              + ("." if note or a.unsafe_why else "; no form here keeps it, so it is unsafe."))
         if kind is FixKind.NONE and Fix.RENAME in (row.fix, row.unsafe_fix):
             # Renaming drops the old name: unsafe, and only offered where adding is not possible.
             kind, edits = FixKind.UNSAFE, [Edit(a.name_start, a.name_start + len(a.name), repl)]
-            short = f"{a.name} is deprecated: rename it to {repl}"
+            short = f"{a.name} is deprecated: use {repl}"
     elif row.kind is EnvKind.IGNORED:
-        short = f"{a.name} is ignored by nccl2 (torch 2.15)" + (f": set {repl} instead" if repl else ": nothing replaces it")
+        short = f"nccl2 ignores {a.name}" + (f": use {repl}" if repl else " (nothing replaces it)")
         if row.unsafe_fix is Fix.ADD and repl is not None:
             kind, edits = _fixed(FixKind.UNSAFE, a.add(repl) if a.add else None)
     else:  # OBSOLETE
@@ -384,13 +385,13 @@ def _backend_hit(b: BackendUse, options: Options) -> _Hit | None:
         msg = (f'"{LEGACY}" ({b.where}) selects the legacy ProcessGroupNCCL, a rollback name '
                'with no announced future: use "nccl", which builds nccl2 on torch 2.15 and '
                "legacy on 2.14")
-        short = f'"{LEGACY}" ({b.where}) selects legacy NCCL, a rollback name: use "nccl"'
+        short = f'"{LEGACY}" is a rollback backend name: use "nccl"'
         return _Hit(b.start, "NCX202", b.in_cell + short, FixKind.UNSAFE,
                     [Edit(b.start, b.start + len(LEGACY), "nccl")], b.also_lines, msg)
     msg = (f'"{LEGACY}" looks like a torch.distributed backend value ({b.where}); it selects the '
            'legacy ProcessGroupNCCL, a rollback name with no announced future: use "nccl" '
            "if it reaches init_process_group/new_group")
-    short = f'"{LEGACY}" ({b.where}) looks like the rollback backend name: use "nccl" if it is'
+    short = f'"{LEGACY}" looks like the rollback backend name: use "nccl" if it is'
     return _Hit(b.start, "NCX202", b.in_cell + short, FixKind.NONE, None, b.also_lines, msg)
 
 
@@ -400,7 +401,7 @@ def _nccl2_hit(b: BackendUse, options: Options) -> _Hit | None:
     if options.target_torch < (2, 14):
         msg = (f'"{NCCL2}" ({b.where}) is not a backend on torch 2.13 ("AssertionError: Unknown '
                'backend type nccl2"); use "nccl" there, or raise --target-torch')
-        short = f'"{NCCL2}" ({b.where}) is not a backend on torch 2.13: use "nccl" or raise --target-torch'
+        short = f'"{NCCL2}" does not exist on torch 2.13: use "nccl" or raise --target-torch'
         return _Hit(b.start, "NCX204", b.in_cell + short, FixKind.NONE, None, b.also_lines, msg)
     if options.target_torch < (2, 15):
         return None
@@ -408,7 +409,7 @@ def _nccl2_hit(b: BackendUse, options: Options) -> _Hit | None:
            'ProcessGroupNCCL2, while the explicit name makes get_backend() return "nccl2" and '
            'pg.name() "custom", so == "nccl" checks (torch\'s own included) take their fallback '
            'paths: use "nccl"')
-    short = f'"{NCCL2}" ({b.where}) is what "nccl" builds from torch 2.15 on: spell it "nccl"'
+    short = f'"{NCCL2}" is what "nccl" builds from torch 2.15 on: spell it "nccl"'
     if b.fixable:
         return _Hit(b.start, "NCX204", b.in_cell + short, FixKind.UNSAFE,
                     [Edit(b.start, b.start + len(NCCL2), "nccl")], b.also_lines, msg)

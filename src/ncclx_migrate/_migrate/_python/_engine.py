@@ -21,6 +21,7 @@ from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._nesting import too_deep
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
+from .._syntax import parse_error
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
 from ._ctx import Analyzer, Edit, Pending
 from ._r_backend import picks_by_helper
@@ -234,7 +235,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool) -> FileR
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path=path, error=f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})")
+        return FileResult(path=path, error=parse_error(source, exc))
     except (RecursionError, MemoryError):
         return FileResult(path=path, error="cannot parse: too deeply nested")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)

@@ -330,7 +330,7 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         return
     msg = ('get_backend() returns the name the group was created with, so this is False for explicit '
            f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
-    short = 'get_backend() is not "nccl" for "nccl2"/"nccl-legacy"/"nccl-lazy" groups: test all four'
+    short = 'get_backend() is not "nccl" for nccl2/legacy/lazy groups: test all four'
     if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
         have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
         if len(have & {"nccl", "nccl2", "nccl-legacy", "nccl-lazy"}) > 1:
@@ -399,7 +399,7 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
     name = node.attr.value
     if name.startswith("NCCL_CTA_POLICY"):
         if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and node.value.func.value == "type":
-            a.report(node, "NCX111", f"type(backend).{name} does not exist under nccl2: read dist.ProcessGroupNCCL.{name}",
+            a.report(node, "NCX111", f"type(backend).{name} fails under nccl2: read it from ProcessGroupNCCL",
                      detail=f"type(backend).{name} does not exist on ProcessGroupNCCL2; read it from "
                      f"dist.ProcessGroupNCCL.{name} (CUDA wheels, torch >= 2.14).")
         return
@@ -412,7 +412,7 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
         return
     why = _DISTINCT.get(name) or _GENERIC[name]
     msg = f"{name} exists only on legacy ProcessGroupNCCL (AttributeError under nccl2); {why}."
-    short = f"{name} does not exist under nccl2 (legacy only): {_TODO[name]}"
+    short = f"{name} does not exist under nccl2: {_TODO[name]}"
     call = a.parent()
     if (name in ("get_runtime_nccl_version", "get_build_nccl_version") and isinstance(call, cst.Call)
             and call.func is node and not call.args and _is_backend_obj(a, recv)):
@@ -707,12 +707,12 @@ _FR_DUMPS = {"_dump_fr_trace", "_dump_fr_trace_json", "_reset_fr_trace"}
 def _dump(a: Analyzer, node: cst.Call) -> None:
     m = a.dist(node.func)
     if m in _DUMPS:
-        a.report(node, "NCX121", f'{m}() is empty for nccl2 groups: also dump _dump_fr_trace(backend="nccl2")',
+        a.report(node, "NCX121", f'{m}() is empty for nccl2 groups: add _dump_fr_trace(backend="nccl2")',
                  detail=f"{m}() reads only the legacy recorder: for nccl2 groups it returns a valid dump with zero "
                  'entries. On torch 2.15 also dump _dump_fr_trace(backend="nccl2") (or use '
                  "ncclx_migrate.backend.dump_flight_recorder).")
     elif m in _FR_DUMPS and not any(arg.keyword is not None and arg.keyword.value == "backend" for arg in node.args):
-        a.report(node, "NCX121", f'{m}() without backend= reads the gloo recorder on 2.15: pass backend="nccl2"',
+        a.report(node, "NCX121", f'{m}() reads the gloo recorder on 2.15: pass backend="nccl2"',
                  detail=f'{m}() without backend= reads the "gloo" recorder on torch 2.15, not nccl2\'s; pass '
                  'backend="nccl2" (the keyword does not exist on 2.14: version-guard it).')
 

@@ -161,7 +161,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
         _picker(a, node)
         return
     if m in ("ProcessGroupNCCL", "ProcessGroupNCCL2") and m == "ProcessGroupNCCL":
-        a.report(node, "NCX132", "ProcessGroupNCCL(...) stays legacy on every torch: use init_process_group or new_group",
+        a.report(node, "NCX132", "ProcessGroupNCCL(...) is always legacy: use init_process_group or new_group",
                  detail="ProcessGroupNCCL(...) built directly bypasses the \"nccl\" switch and stays legacy on "
                  "every torch; create the group with init_process_group/new_group(backend=\"nccl\") "
                  "(or construct ProcessGroupNCCL2 on torch >= 2.14).")
@@ -233,7 +233,7 @@ def _finish(a: Analyzer) -> None:
             msg = ('"nccl-legacy" selects the legacy ProcessGroupNCCL: a rollback name with no '
                    "deprecation warning and no announced future beyond 2.15. Record which legacy-only "
                    'feature needs it (several GPUs per process, deferred comm creation, legacy APIs) or use "nccl".')
-            short = '"nccl-legacy" selects legacy NCCL, a rollback name: use "nccl" (or record why not)'
+            short = '"nccl-legacy" is a rollback backend name: use "nccl" (or record why not)'
             if fixable:
                 new = replace_backend(text, "nccl-legacy", "nccl")
                 a.report(node, "NCX103", short, FixKind.UNSAFE, _restring(node, new), detail=msg)
@@ -561,9 +561,9 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         by_helper = sd.how not in _PICKERS.values()
         tag = {True: "(hardening)", False: "(a break)", None: "(maybe a break)"}[origin]
         # The message names where the device comes from when that fits in a short line.
-        head = f"nccl2 init ignores the GPU from {short} (line {line})"
-        if len(head) > 66:
-            head = f"nccl2 init ignores the GPU picked on line {line}"
+        head = f"nccl2 ignores the GPU from {short} (line {line})"
+        if len(head) > 70 - len(tag) - (0 if nccl and star is None else 9):  # messages stay within 88
+            head = f"nccl2 ignores the GPU picked on line {line}"
         if dominating and nccl and not by_helper and not (star is not None and container is None):
             torch_name = sd.torch_name or "torch"
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
@@ -578,8 +578,8 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
                      detail=f"{base}{where} (on legacy this also makes init eager).")
         elif dominating and by_helper:
-            dev = a.code(sd.device) if sd.device is not None and not sd.picks else "..."
-            a.report(call, code, f"{head}: pass device_id=torch.device(<type>, {dev if len(dev) <= 16 else '...'}) {tag}",
+            dev = a.code(sd.device) if sd.device is not None and not sd.picks else "the index"
+            a.report(call, code, f"{head}: pass device_id= {tag}",
                      detail=f"{base}; {why}. Pass device_id=torch.device(<this device type>, {dev}) "
                      f"(the device picked on line {line}).")
         elif dominating:
@@ -587,20 +587,20 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                      detail=f"{base}; {why}. If this backend is NCCL, pass device_id= the device "
                      f"chosen on line {line}.")
         elif before:
-            a.report(call, code, f"nccl2 init ignores the GPU picked on line {line} (not always first): pass device_id= {tag}",
+            a.report(call, code, f"the GPU pick on line {line} may not run before init: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU pick on line {line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
         elif later:
-            a.report(call, code, f"init_process_group runs before the GPU pick on line {line}: pass device_id= {tag}",
+            a.report(call, code, f"init runs before the GPU pick on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
         elif elsewhere:
             fn = sd.scope.name.value if isinstance(sd.scope, cst.FunctionDef) else "another function"
-            a.report(call, code, f"nccl2 init ignores the GPU picked in {fn}() (line {line}): pass device_id= {tag}",
+            a.report(call, code, f"nccl2 ignores the GPU picked on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU is picked in {fn}() (line {line}), which runs before this "
                      "init, so pass device_id= the intended device to init_process_group.")
         else:
-            a.report(call, code, f"nccl2 init ignores the GPU picked elsewhere (line {line}): pass device_id= {tag}",
+            a.report(call, code, f"nccl2 ignores the GPU picked on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. This file picks its GPU elsewhere (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")
         if forwarded:  # every branch above reported exactly once

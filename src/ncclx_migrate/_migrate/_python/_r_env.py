@@ -340,18 +340,18 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
             f" This set comes after {what}() on line {line}; torch reads the variable once, "
             'when "nccl" is first registered, so it has no effect here.'
         )
-        late_msg = f"{TOGGLE_VAR} set after {what}() (line {line}) has no effect: move it up or remove it"
+        late_msg = f"{TOGGLE_VAR} set after {what}() (line {line}) has no effect: move it up"
     removal = site.removal
     meaning = toggle_meaning(v) if v is not None else None  # the table's reading: only "0"/"1" count
     if meaning == "rollback":
         a.report(site.node, "NCX101",
-                 late_msg or f"{TOGGLE_VAR}=0 rolls back to legacy: remove it once the job runs on nccl2",
+                 late_msg or f"{TOGGLE_VAR}=0 rolls back to legacy: remove it once on nccl2",
                  FixKind.UNSAFE, removal,
                  detail=f'{TOGGLE_VAR}=0 rolls "nccl" back to legacy ProcessGroupNCCL on torch 2.15 '
                  "(a rollback announced for 2.15 only); remove it once the job runs on nccl2." + tail)
     elif v is not None and v.strip().lower() in _FALSEY:
         a.report(site.node, "NCX101",
-                 late_msg or f'{TOGGLE_VAR}={v!r} does NOT roll back (only "0" does): write "0" or remove it',
+                 late_msg or f'{TOGGLE_VAR}={v!r} does not roll back: write "0" or remove it',
                  FixKind.UNSAFE, removal,
                  detail=f'{TOGGLE_VAR}={v!r} does NOT roll back: only the literal "0" does, so torch 2.15 '
                  'still builds nccl2 (and 2.14 stays on legacy, as if unset). Use "0" to roll back, '
@@ -360,12 +360,12 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
         if target < (2, 15):
             if v != "1":
                 a.report(site.node, "NCX102",
-                         late_msg or f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: write "1" (only "1" does)',
+                         late_msg or f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: write "1"',
                          detail=f'{TOGGLE_VAR}={v!r} does not opt in on torch 2.14: only the literal "1" does.' + tail)
             return
         spelled = "" if v == "1" else f' ({v!r} never opted in on 2.14: only "1" does)'
         a.report(site.node, "NCX102",
-                 late_msg or f"{TOGGLE_VAR}={v} is redundant (nccl2 is the default from torch 2.15): remove it",
+                 late_msg or f"{TOGGLE_VAR}={v} is redundant from torch 2.15 on: remove it",
                  FixKind.UNSAFE, removal,  # never safe: an inherited "0" would then roll back
                  detail=f"{TOGGLE_VAR}={v} is redundant: nccl2 is the default from torch 2.15{spelled}." + tail
                  + (" The file reads the variable back, so removing it is not safe." if reads_back else "")
@@ -373,7 +373,7 @@ def _toggle(a: Analyzer, site: _Site, reads_back: bool) -> None:
     else:
         shown = "an unresolved value" if v is None else repr(v)
         a.report(site.node, "NCX101",
-                 late_msg or f'{TOGGLE_VAR} is set to {shown}: only "0" rolls back and only "1" opts in (2.14)',
+                 late_msg or f'{TOGGLE_VAR} is {shown}: only "0" rolls back, only "1" opts in',
                  FixKind.UNSAFE, removal,
                  detail=f'{TOGGLE_VAR} is set to {shown}: only the literal "0" rolls "nccl" back to legacy '
                  '(2.15) and only "1" opts in (2.14); any other value behaves as unset.' + tail)
@@ -387,9 +387,9 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
     msg = f"{row.name} changes meaning under nccl2: see `ncclx explain {code}`"
     detail = f"{row.why} Evidence: {row.evidence}."
     if row.kind is EnvKind.DEPRECATED:
-        msg = f"{row.name} is deprecated: set {rep} next to it"
+        msg = f"{row.name} is deprecated: add {rep}"
     elif row.kind is EnvKind.IGNORED:
-        msg = f"{row.name} is ignored by nccl2 (torch 2.15)" + (f": use {rep}" if rep else ": nothing replaces it")
+        msg = f"nccl2 ignores {row.name}" + (f": use {rep}" if rep else " (nothing replaces it)")
     elif row.kind is EnvKind.OBSOLETE:
         msg = f"{row.name} does nothing on torch 2.15: delete it"
     builder = site.add_builder if callable(site.add_builder) else None
@@ -397,7 +397,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
     if rep is not None and rep in set_names:
         # The new name is already set in this file: the safe part is done.
         if row.unsafe_fix is Fix.RENAME and site.removal:
-            a.report(site.node, code, f"{row.name} is deprecated and {rep} is set here: the old name can go",
+            a.report(site.node, code, f"{row.name} is deprecated and redundant here: remove it",
                      FixKind.UNSAFE, site.removal, detail=detail)
         return
     if o.apply_unsafe and row.unsafe_fix is Fix.RENAME:
@@ -406,7 +406,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
             return
         if site.key is not None:
             key = site.key
-            a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
+            a.report(site.node, code, f"{row.name} is deprecated: use {rep}", FixKind.UNSAFE,
                      [(key, lambda u: string_like(key, rep))], detail=detail)
             return
     if row.fix is Fix.ADD and rep is not None and keep is not None:
@@ -419,7 +419,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         return
     if row.fix is Fix.ADD and rep is not None and builder is not None:
         # Setting the new name outright overrides a value the job inherits: unsafe.
-        a.report(site.node, code, f"{row.name} is deprecated: set {rep} too",
+        a.report(site.node, code, msg,
                  FixKind.UNSAFE, builder(rep),
                  detail=detail + shared_note(row.name, a.options)
                  + f" The fix sets {rep} outright, which overrides a {rep} the job inherits "
@@ -435,7 +435,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
         return
     if row.unsafe_fix is Fix.RENAME and site.key is not None and rep is not None:
         key2 = site.key
-        a.report(site.node, code, f"{row.name} is deprecated: rename it to {rep}", FixKind.UNSAFE,
+        a.report(site.node, code, f"{row.name} is deprecated: use {rep}", FixKind.UNSAFE,
                  [(key2, lambda u: string_like(key2, rep))], detail=detail)
         return
     a.report(site.node, code, msg, detail=detail)

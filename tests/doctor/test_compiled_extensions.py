@@ -1,0 +1,182 @@
+"""compiled-extensions on real shared objects: stubs built with gcc whose undefined symbols are
+the ones an extension compiled against torch's headers keeps (tests/fixtures/cxx_harness shows
+the C++ that leaves them), put on PYTHONPATH of the real `ncclx doctor --level static`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_ncclx
+
+from .conftest import check, doctor_json
+
+LEGACY_TYPEINFO = "_ZTIN4c10d16ProcessGroupNCCLE"
+LEGACY_MEMBER = "_ZN4c10d16ProcessGroupNCCL10getCommPtrEv"
+LEGACY_OPTIONS = "_ZN4c10d16ProcessGroupNCCL7Options6createEb"
+NCCL2_TYPEINFO = "_ZTIN4c10d5nccl216ProcessGroupNCCLE"
+NCCL2_MEMBER = "_ZNK4c10d5nccl216ProcessGroupNCCL10getCommPtrEv"
+BACKEND_TYPEINFO = "_ZTIN4c10d7BackendE"
+
+# package folder -> the symbols its _C.so leaves undefined
+STUBS = {
+    "legacy_ti": [LEGACY_TYPEINFO],
+    "legacy_members": [LEGACY_MEMBER, LEGACY_OPTIONS],
+    "both": [LEGACY_TYPEINFO, LEGACY_MEMBER, NCCL2_TYPEINFO, NCCL2_MEMBER],
+    "neither": [BACKEND_TYPEINFO],
+    "torch/lib": [LEGACY_TYPEINFO],  # torch's own libraries are not findings
+    "nvidia/nccl/lib": [LEGACY_TYPEINFO],
+}
+
+
+def _stub(cc: str, path: Path, symbols: list[str]) -> None:
+    src = path.with_suffix(".c")
+    src.write_text("".join(f"extern char {s}[];\nvoid* ref{i}(void) {{ return {s}; }}\n"
+                           for i, s in enumerate(symbols)))
+    # Undefined symbols are allowed in a shared object by default (no -z defs).
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(path), str(src)], check=True, capture_output=True)
+    src.unlink()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sys.path folder of stub extensions, one gcc build per module."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (gcc) to build the stub shared objects")
+    root = tmp_path_factory.mktemp("site")
+    for pkg, symbols in STUBS.items():
+        (root / pkg).mkdir(parents=True)
+        name = "libfake.so" if "/" in pkg else "_C.cpython-311-x86_64-linux-gnu.so"
+        _stub(cc, root / pkg / name, symbols)
+    # legacy_ti was installed by pip: its RECORD names the distribution.
+    info = root / "legacy_ti_dist-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: legacy-ti-dist\nVersion: 1.0\n")
+    (info / "RECORD").write_text("legacy_ti/_C.cpython-311-x86_64-linux-gnu.so,,\n")
+    # Hostile neighbours: a corrupt ELF (a truncated real one), a FIFO, a symlink loop, text.
+    (root / "corrupt").mkdir()
+    whole = (root / "both" / "_C.cpython-311-x86_64-linux-gnu.so").read_bytes()
+    (root / "corrupt" / "_C.so").write_bytes(whole[:200] + b"\xff" * 64)
+    os.mkfifo(root / "corrupt" / "fifo.so")
+    os.symlink("loop.so", root / "corrupt" / "loop.so")
+    os.symlink(".", root / "corrupt" / "again")  # a folder loop
+    (root / "corrupt" / "libtext.so").write_text("/* GNU ld script */\nGROUP ( libc.so.6 )\n")
+    return root
+
+
+def _run(site: Path, *args: str, **env: str) -> dict[str, Any]:
+    pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return doctor_json("--level", "static", *args, env={"PYTHONPATH": pythonpath, **env}, timeout=60)
+
+
+def test_nccl2_default_fails_naming_each_legacy_only_package(site: Path) -> None:
+    report = _run(site)
+    c = check(report, "compiled-extensions")
+    assert c["status"] == "fail" and report["_rc"] == 1
+    d = c["details"]
+    assert d["nccl_builds"] == "nccl2"
+    assert d["legacy_only_packages"] == ["legacy-ti-dist", "legacy_members"]
+    by_pkg = {x["package"]: x for x in d["legacy_only"]}
+    assert by_pkg["legacy-ti-dist"]["symbol"] == LEGACY_TYPEINFO
+    assert by_pkg["legacy_members"]["symbol"] in (LEGACY_MEMBER, LEGACY_OPTIONS)
+    assert by_pkg["legacy_members"]["legacy_symbols"] == 2
+    assert d["both_classes"] == [str(site / "both" / "_C.cpython-311-x86_64-linux-gnu.so")]
+    listed = json.dumps(d)
+    for absent in ("neither", "torch/lib", "nvidia/nccl", "fifo.so", "loop.so", "libtext.so"):
+        assert absent not in listed, absent
+    ours = [u for u in d["unreadable"] if u["path"].startswith(str(site))]
+    assert [u["path"] for u in ours] == [str(site / "corrupt" / "_C.so")]
+    assert ours[0]["reason"].startswith(("corrupt", "not a readable ELF")), ours
+    assert "legacy-ti-dist, legacy_members" in c["message"] and LEGACY_TYPEINFO in c["message"]
+    assert c["remedy"].startswith("upgrade legacy-ti-dist to a build that knows c10d::nccl2::ProcessGroupNCCL")
+    assert "roll back (TORCH_DIST_USE_NCCL2=0" in c["remedy"]
+
+
+def test_rollback_warns_and_says_keep_it(site: Path) -> None:
+    c = check(_run(site, TORCH_DIST_USE_NCCL2="0"), "compiled-extensions")
+    assert c["status"] == "warn"
+    assert c["details"]["nccl_builds"] == "nccl-legacy"
+    assert "work while \"nccl\" builds the legacy class" in c["message"]
+    assert "keep the legacy class" in c["remedy"]
+
+
+def test_no_rollback_on_a_torch_without_it(site: Path) -> None:
+    c = check(_run(site, "--target-torch", "2.16"), "compiled-extensions")
+    assert c["status"] == "fail"
+    assert "this torch has no legacy rollback" in c["remedy"] and "TORCH_DIST_USE_NCCL2" not in c["remedy"]
+
+
+def test_text_output_names_package_file_symbol_and_fix(site: Path) -> None:
+    pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    proc = run_ncclx("doctor", "--level", "static", "--check", "compiled-extensions",
+                     env={"PYTHONPATH": pythonpath, "COLUMNS": "200"}, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    out = proc.stdout
+    assert "FAIL  compiled-extensions" in out
+    assert (f"- legacy-ti-dist: {site}/legacy_ti/_C.cpython-311-x86_64-linux-gnu.so references the legacy "
+            f"ProcessGroupNCCL only ({LEGACY_TYPEINFO})") in out
+    assert "fix: upgrade legacy_members to a build that knows c10d::nccl2::ProcessGroupNCCL" in out
+
+
+def test_clean_path_is_ok() -> None:
+    c = check(doctor_json("--level", "static", timeout=60), "compiled-extensions")
+    assert c["status"] == "ok", c
+    assert c["details"]["shared_objects"] > 0
+
+
+def test_merge_compares_it_across_reports(site: Path, tmp_path: Path) -> None:
+    paths = []
+    for name, report in (("node-a", _run(site)), ("node-b", doctor_json("--level", "static", timeout=60)),
+                         ("node-c", doctor_json("--level", "static", timeout=60))):
+        report.pop("_rc")
+        (tmp_path / f"{name}.json").write_text(json.dumps(report))
+        paths.append(str(tmp_path / f"{name}.json"))
+    merged = json.loads(run_ncclx("doctor", "merge", *paths, "--json").stdout)
+    c = check(merged, "compiled-extensions")
+    assert c["status"] == "fail"
+    assert "node-a.json" in c["message"]
+    cc = check(merged, "cluster-consistency")
+    assert "(node-a.json) has extensions built for legacy only: ['legacy-ti-dist', 'legacy_members']" in cc["message"]
+
+
+def test_hostile_files_give_a_reason_not_an_exception(site: Path) -> None:
+    from ncclx_migrate._doctor._elfsyms import read_refs
+
+    corrupt = site / "corrupt"
+    assert read_refs(str(corrupt / "fifo.so")) == "not a regular file"  # and no hang
+    assert str(read_refs(str(corrupt / "loop.so"))).startswith("cannot open it")
+    assert read_refs(str(corrupt / "libtext.so")) == "not an ELF file"
+    assert str(read_refs(str(corrupt / "_C.so"))).startswith(("corrupt", "not a readable ELF"))
+    assert read_refs(str(site / "both" / "_C.cpython-311-x86_64-linux-gnu.so")).nccl2 == [  # type: ignore[union-attr]
+        NCCL2_TYPEINFO, NCCL2_MEMBER]
+
+
+def test_walk_is_bounded(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclx_migrate._doctor import _sofiles
+
+    deep = tmp_path.joinpath(*["d"] * (_sofiles.MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    shutil.copy(site / "neither" / "_C.cpython-311-x86_64-linux-gnu.so", deep / "_deep.so")
+    shutil.copy(site / "neither" / "_C.cpython-311-x86_64-linux-gnu.so", tmp_path / "d" / "_shallow.so")
+    found = _sofiles.walk([str(tmp_path)])
+    assert [Path(f.path).name for f in found.files] == ["_shallow.so"] and not found.stopped
+    monkeypatch.setattr(_sofiles, "MAX_ENTRIES", 3)
+    assert _sofiles.walk([str(tmp_path)]).stopped.startswith("stopped after 3 directory entries")
+
+
+def test_a_file_reachable_from_two_entries_is_named_as_imported(tmp_path: Path, site: Path) -> None:
+    """cwd (sys.path's "") above a PYTHONPATH folder: the package is the import name, once."""
+    from ncclx_migrate._doctor import _sofiles
+
+    pkg = tmp_path / "checkout" / "src" / "myext"
+    pkg.mkdir(parents=True)
+    shutil.copy(site / "legacy_members" / "_C.cpython-311-x86_64-linux-gnu.so", pkg / "_C.so")
+    found = _sofiles.walk([str(tmp_path / "checkout"), str(tmp_path / "checkout" / "src")])
+    assert [_sofiles.owner(f) for f in found.files] == ["myext"]
