@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from ._xref import Helpers
+
 __all__ = ["CellPosition", "FileResult", "Finding", "FixKind", "Options", "is_selected"]
 
 
@@ -86,6 +88,8 @@ class Options:
     ignore: tuple[str, ...] = ()
     # Deprecated names another file of the run also sets: their add is never safe (_shared).
     shared_names: frozenset[str] = frozenset()
+    # The run's own helpers across its modules (what they return, which GPU they pick: _xref).
+    helpers: Helpers = field(default_factory=Helpers)
     line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)
 
     def wants_fix(self, kind: FixKind) -> bool:

@@ -333,14 +333,28 @@ def run(
 ) -> RunReport:
     files = list(paths)
     jobs = worker_count(jobs, len(files))
-    if len(files) > 1:
+    if len(files) > 1:  # (one file: its own helpers are read with it, see _python/_xcall.py)
         from ._shared import shared_names
+        from ._xref import Indexer
 
-        # Only what a scanner may read: a kind known by name, or no suffix (a script with a #!),
-        # read as the scan reads it (regular files, within the size limit).
+        # The cross-file pre-pass, one read of each file: names several files set (_shared) and
+        # the project's own helpers (_xref).  Only what a scanner may read: a kind known by name,
+        # or no suffix (a script with a #!), read as the scan reads it (regular files, within
+        # the size limit).
+        index = Indexer()
+
+        def read(f: str) -> bytes | None:
+            return _read(f, mode)
+
+        def read_and_index(f: str) -> bytes | None:
+            raw = read(f)
+            if raw is not None:
+                index.add(f, raw)
+            return raw
+
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, lambda f: _read(f, mode))
-        options = dataclasses.replace(options, shared_names=names)
+        names = shared_names(candidates, read_and_index)
+        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

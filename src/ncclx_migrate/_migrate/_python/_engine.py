@@ -27,6 +27,7 @@ from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rul
 from ._bindings import drop_clashing_fixes, unused_after
 from ._bounds import bound_fixes
 from ._ctx import Analyzer, Edit, ImportSpec, Pending
+from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
 
 __all__ = ["PRECHECKS", "python_codes", "transform_source"]
@@ -122,6 +123,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
     "NCX134": _NCX130,
 }
 
+
+# Also run where the GPU is picked by a helper of the run (``init_device()``: see _migrate/_xref).
+_GPU_CODES = frozenset({"NCX130", "NCX134"})
 
 # Rules whose every trigger spells NCCL or nccl (class names, backend names, env names): one
 # scan for both spellings rules them all out on the many files that never mention NCCL.
@@ -238,7 +242,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
               allow: Callable[[Finding], bool] = lambda f: True) -> FileResult:
     active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
-        active = _prechecked(source, active)
+        active = _prechecked(source, active) | (active & _GPU_CODES if picks_by_helper(source, options) else set())
     if not active:
         return FileResult(path=path)
     deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)

@@ -18,6 +18,7 @@ import libcst as cst
 
 from ._ctx import Analyzer
 from ._reach import Def, Path, dotted, every, reaching, returns
+from ._xcall import helper, helpers_of
 
 __all__ = ["Verdict", "judge", "rank_arg"]
 
@@ -93,12 +94,26 @@ def _unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
         if plain and (dotted(expr.func) or "").rpartition(".")[2] in _WRAPPERS:
             return _unwrap(plain[-1])
     if isinstance(expr, cst.FormattedString):
-        parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
-        return _unwrap(parts[0]) if len(parts) == 1 else expr
+        index = _index_part(expr)
+        return _unwrap(index) if index is not None else expr
     if (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
             and isinstance(expr.left, cst.SimpleString)):
         return _unwrap(expr.right)
     return expr
+
+
+def _index_part(expr: cst.FormattedString) -> cst.BaseExpression | None:
+    """The index in ``f"cuda:{i}"``, ``f"{i}"`` or ``f"{get_device_name()}:{i}"`` (the part after the ``:``)."""
+    parts = list(expr.parts)
+    values = [p for p in parts if isinstance(p, cst.FormattedStringExpression)]
+    if len(values) == 1:
+        return values[0].expression
+    last = parts[-1] if parts else None
+    before = parts[-2] if len(parts) > 1 else None
+    if (isinstance(last, cst.FormattedStringExpression) and isinstance(before, cst.FormattedStringText)
+            and before.value.endswith(":")):
+        return last.expression
+    return None
 
 
 def _env_origin(name: str) -> Origin:
@@ -161,8 +176,8 @@ class _Resolver:
         if isinstance(expr, cst.Call):
             return self._call(expr, at, depth)
         if isinstance(expr, cst.FormattedString):
-            parts = [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
-            return self.origins(parts[0], at, depth + 1) if len(parts) == 1 else [Origin(UNKNOWN, f"`{code}`")]
+            part = _index_part(expr)
+            return self.origins(part, at, depth + 1) if part is not None else [Origin(UNKNOWN, f"`{code}`")]
         if isinstance(expr, cst.BinaryOperation):
             return self._arith(expr, at, depth)
         if isinstance(expr, cst.Subscript):
@@ -192,11 +207,50 @@ class _Resolver:
         fn = self._function(expr.func)
         if fn is not None:  # a function of this file: what it returns
             return self._returns(fn, None, code, depth)
+        via = self.helper(expr, at, depth)
+        if via is not None:  # a helper of another module of the run: what it returns
+            return via
         if fname == "get_node_local_rank" or "local_rank" in fname.lower():
             return [Origin(LOCAL, f"`{code}` (the local rank)")]
         if fname in ("get_rank", "get_global_rank"):
             return [Origin(GLOBAL, f"`{code}` (the global rank)")]
         return [Origin(UNKNOWN, f"`{code}`")]
+
+    def helper(self, call: cst.Call, at: Path | None, depth: int, picks: bool = False,
+               index: int | None = None) -> list[Origin] | None:
+        """What a helper the run indexed returns (``index``: that element of the tuple it returns;
+        ``picks``: the GPU it picks), None if not one."""
+        found = helper(self.a, call.func)
+        if found is None:
+            return None
+        qual, h = found
+        code = self.a.code(call).strip()
+        tokens = list(h.sets) if picks else helpers_of(self.a).values(h.returns)
+        head = f"at:{index}:"
+        tokens = ([t[len(head):] for t in tokens if t.startswith(head)] if index is not None
+                  else ["?" if t.startswith("at:") else t for t in tokens])
+        out: list[Origin] = []
+        for t in dict.fromkeys(tokens):
+            kind, _, rest = t.partition(":")
+            if kind == "param":  # the caller's argument
+                k, _, name = rest.partition(":")
+                arg = _argument(call, int(k), name)
+                out += (self.origins(arg, at, depth + 1) if arg is not None
+                        else [Origin(UNKNOWN, f"`{code}` (its default {name})")])
+                continue
+            if kind == "env":
+                o = _env_origin(rest)
+            elif kind == "int":
+                o = _fixed(int(rest))
+            elif kind == "str" and rest.partition(":")[2].isdigit():
+                o = _fixed(int(rest.partition(":")[2]))
+            elif kind in ("rank", "local"):
+                o = Origin(GLOBAL if kind == "rank" else LOCAL, f"the {'global' if kind == 'rank' else 'local'} rank")
+            else:
+                out.append(Origin(UNKNOWN, f"`{code}` (from {qual})"))
+                continue
+            out.append(Origin(o.kind, f"`{code}` ({o.what.removeprefix('the ')}, from {qual})", o.why))
+        return out or [Origin(UNKNOWN, f"`{code}` (from {qual})")]
 
     def _arith(self, expr: cst.BinaryOperation, at: Path | None, depth: int) -> list[Origin]:
         a = self.a
@@ -229,16 +283,17 @@ class _Resolver:
                                    "whose index the remap changes")]
         return [computed]
 
-    def _is_count(self, expr: cst.BaseExpression, at: Path | None) -> bool:
-        """``torch.cuda.device_count()``, or a name every value of which is it."""
-        if "device_count" in self.a.code(expr).lower():
-            return True
+    def _is_count(self, expr: cst.BaseExpression, at: Path | None, depth: int = 0) -> bool:
+        """``torch.cuda.device_count()`` (any ``device_count()`` call), or a name every value of
+        which reaching ``at`` is one."""
+        if isinstance(expr, cst.Call):
+            return (dotted(expr.func) or "").rpartition(".")[2] == "device_count"
         target = dotted(expr)
-        if target is None or at is None:
+        if target is None or at is None or depth > 4:
             return False
         defs, entry = reaching(target, at)
-        return bool(defs) and not entry and all(d.value is not None and "device_count" in self.a.code(d.value).lower()
-                                                for d in defs)
+        return bool(defs) and not entry and all(d.value is not None and d.index is None and not d.loop
+                                                and self._is_count(d.value, d.path, depth + 1) for d in defs)
 
     def _value(self, expr: cst.Name | cst.Attribute, at: Path | None, depth: int) -> list[Origin]:
         """The values a name or attribute can hold at ``at``: the assignments that reach it."""
@@ -381,6 +436,10 @@ class _Resolver:
         fn = self._function(value.func) if d.index is not None and isinstance(value, cst.Call) else None
         if fn is not None:
             return self._returns(fn, d.index, code, depth)
+        via = self.helper(value, d.path, depth, index=d.index) if d.index is not None and isinstance(value, cst.Call) \
+            else None
+        if via is not None:  # local_rank, rank = get_local_and_global_rank() of another module
+            return via
         if d.index is not None:
             els = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
             starred = any(isinstance(e, cst.StarredElement) for e in els)
@@ -421,6 +480,13 @@ class _Resolver:
         return Origin(UNKNOWN, f"`{code}` (set elsewhere)", named=True)
 
 
+def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """The argument a call passes for a parameter (``index``: its position, -1 keyword-only)."""
+    kw = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return kw if kw is not None or index < 0 or index >= len(plain) else plain[index]
+
+
 def _param_names(params: cst.Parameters) -> set[str]:
     out = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     return out | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
@@ -456,11 +522,16 @@ def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
     return Verdict(None, what, short, "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN))
 
 
-def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before) -> Verdict:
+def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before,
+          picks: bool = False) -> Verdict:
     """Where ``device`` (a GPU pick's argument; ``at``: the pick and the nodes around it) comes
     from, for ``init`` (given when the pick is in the init's function); ``before(statement,
-    function)`` says whether a statement runs before the init."""
+    function)`` says whether a statement runs before the init.  ``picks``: ``device`` is the
+    call of a helper of the run that picks the GPU itself (``init_device(args.local_rank)``)."""
     r = _Resolver(a, rank_arg(init) if init is not None else None, before)
+    if picks and isinstance(device, cst.Call):
+        origins = r.helper(device, at, 0, picks=True) or [Origin(UNKNOWN, f"`{a.code(device).strip()}`")]
+        return _verdict(origins, f"`{a.code(device).strip()}`", False)
     index = dotted(_unwrap(device))
     line = r.exported(index, at, both_ways=True) if index is not None else None
     if line is not None:  # set_device(x) and LOCAL_RANK = str(x) before the init: nccl2 binds x too

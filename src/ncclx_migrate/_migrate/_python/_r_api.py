@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
 
 from .._model import FixKind
 from ._bindings import shim_import
-from ._ctx import Analyzer, Edit, ImportSpec, on
+from ._ctx import Analyzer, Edit, ImportSpec, Pending, on
 from ._edits import extend_literal, replace_with
 from ._wrap import statement_expr, wrap_edit
 
@@ -684,6 +685,78 @@ _TEXTS = (
 )
 
 
+# Calls whose string argument is matched against a message (re.search(p, str(e)), s.startswith(p),
+# assertRaisesRegex(E, p), pytest.raises(E, match=p), ...).
+_MATCHERS = frozenset({"search", "match", "fullmatch", "compile", "findall", "finditer", "sub", "subn", "split",
+                       "startswith", "endswith", "find", "rfind", "index", "count", "fnmatch", "assertRaisesRegex",
+                       "assertRaisesRegexp", "assertRegex", "assertRegexpMatches", "assertNotRegex", "assertWarnsRegex",
+                       "assertIn", "assertNotIn", "raises", "warns"})
+
+
+def _is_test_file(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    base = parts[-1]
+    return (base.startswith("test_") or base.endswith(("_test.py", "_tests.py")) or base == "conftest.py"
+            or any(p in ("test", "tests", "testing") for p in parts[:-1]))
+
+
+def _matched_at(a: Analyzer, depth: int) -> bool:
+    """The node ``depth`` levels above the visited one is where a value is matched against text:
+    an operand of ``in``/``==``, or an argument of a matching call."""
+    parent = a.parent(depth)
+    if isinstance(parent, cst.ComparisonTarget):
+        return isinstance(parent.operator, (cst.In, cst.NotIn, cst.Equal, cst.NotEqual))
+    if isinstance(parent, cst.Comparison):
+        return any(isinstance(t.operator, (cst.In, cst.NotIn, cst.Equal, cst.NotEqual)) for t in parent.comparisons)
+    if isinstance(parent, cst.Arg):
+        call = a.parent(depth + 1)
+        func = call.func if isinstance(call, cst.Call) else None
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in _MATCHERS or (parent.keyword is not None and parent.keyword.value in ("match", "pattern"))
+    return False
+
+
+def _matched(a: Analyzer) -> bool | str:
+    """Whether the visited string is matched against text: True, False, or the name it is bound
+    to (``PAT = "..."``, an element of ``PATS = ["...", ...]``), matched if that name is."""
+    depth = 1
+    if isinstance(a.parent(), cst.Element) and isinstance(a.parent(2), (cst.List, cst.Tuple, cst.Set)):
+        depth = 3
+    if _matched_at(a, depth):
+        return True
+    parent = a.parent(depth)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        return parent.targets[0].target.value
+    return False
+
+
+@on(cst.Call, "NCX113")
+def _match_call(a: Analyzer, node: cst.Call) -> None:
+    _match_use(a, node)
+
+
+@on(cst.Comparison, "NCX113")
+def _match_comparison(a: Analyzer, node: cst.Comparison) -> None:
+    _match_use(a, node)
+
+
+def _match_use(a: Analyzer, node: cst.Call | cst.Comparison) -> None:
+    """Names used where text is matched (for strings bound to a name in a test file)."""
+    if not _is_test_file(a.path):
+        return
+    used: set[str] = a.facts.setdefault("matched_names", set())
+    parts = ([arg.value for arg in node.args] if isinstance(node, cst.Call)
+             else [node.left, *(t.comparator for t in node.comparisons)])
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name not in _MATCHERS:
+            parts = [arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value in ("match", "pattern")]
+    elif not any(isinstance(t.operator, (cst.In, cst.NotIn, cst.Equal, cst.NotEqual)) for t in node.comparisons):
+        return
+    used.update(p.value for p in parts if isinstance(p, cst.Name))  # the name itself, not one inside a call
+
+
 @on(cst.SimpleString, "NCX113")
 def _text(a: Analyzer, node: cst.SimpleString) -> None:
     if isinstance(a.parent(), cst.Expr):
@@ -691,11 +764,23 @@ def _text(a: Analyzer, node: cst.SimpleString) -> None:
     raw = node.value
     for needle, why in _TEXTS:
         if needle in raw:
-            a.report(node, "NCX113", "matches legacy-only NCCL error text: match on DistBackendError instead",
-                     detail=f"matches legacy ProcessGroupNCCL message text ({needle!r}); {why}. Match on "
-                     "torch.distributed.DistBackendError and the shared prefix \"Watchdog caught "
-                     "collective operation timeout\" instead.")
+            # In a test, legacy text that is only sample input (a fake log line, an exception
+            # raised with it) changes nothing; only text matched against a message does.
+            matched = _matched(a) if _is_test_file(a.path) else True
+            p = a.report(node, "NCX113", "matches legacy-only NCCL error text: match on DistBackendError instead",
+                         detail=f"matches legacy ProcessGroupNCCL message text ({needle!r}); {why}. Match on "
+                         "torch.distributed.DistBackendError and the shared prefix \"Watchdog caught "
+                         "collective operation timeout\" instead.")
+            if matched is False:
+                a.pending.remove(p)
+            elif isinstance(matched, str):
+                a.finishers.append(functools.partial(_unless_matched, a, p, matched))
             return
+
+
+def _unless_matched(a: Analyzer, p: Pending, name: str) -> None:
+    if name not in a.facts.get("matched_names", ()):
+        a.pending.remove(p)
 
 
 # --- NCX121 ---

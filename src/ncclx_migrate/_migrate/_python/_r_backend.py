@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .._model import FixKind
+from .._model import FixKind, Options
 from ._ctx import Analyzer, Edit, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
 from ._gpu import judge
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
+from ._reach import Path, dotted, every, reaching
 from ._scope import Scope
+from ._xcall import helper, helpers_of
 
 __all__: list[str] = []
 
@@ -40,6 +42,7 @@ class _Init:
     scope: cst.CSTNode | None
     order: int
     suites: tuple[int, ...]
+    path: Path = ()  # the call and the nodes around it, the module first
 
 
 @dataclass
@@ -52,6 +55,7 @@ class _SetDevice:
     how: str = "torch.cuda.set_device"  # the API that picks the GPU
     device: cst.BaseExpression | None = None  # the device argument
     path: tuple[cst.CSTNode, ...] = ()  # the call and the nodes around it, the module first
+    picks: bool = False  # a call of a helper of the run that picks the GPU itself (``device`` is the call)
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
@@ -88,9 +92,24 @@ def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
     if isinstance(recv, cst.Name):
         value = a.scopes.single_value(recv.value, a.scope())
         return value is not None and value is not recv and _device_module(a, value)
-    return (isinstance(recv, cst.Call) and isinstance(recv.func, (cst.Name, cst.Attribute))
-            and (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_")
-            in ("get_device_module", "device_module"))
+    if not (isinstance(recv, cst.Call) and isinstance(recv.func, (cst.Name, cst.Attribute))):
+        return False
+    if (a.qnames(recv.func) == {"builtins.getattr"} and recv.args
+            and a.qnames(recv.args[0].value) == {"torch"}):  # getattr(torch, "cuda")
+        return True
+    if (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_") in (
+            "get_device_module", "device_module"):
+        return True
+    found = helper(a, recv.func)  # the project's own get_torch_device() returning torch.cuda
+    return found is not None and "devmod" in helpers_of(a).values(found[1].returns)
+
+
+def picks_by_helper(source: str, options: Options) -> bool:
+    """The precheck's part for NCX130/NCX134 that depends on the run: an init next to a call of a
+    helper of the run that picks the GPU (the text of ``set_device`` is in another file)."""
+    setters = options.helpers.setters
+    return bool(setters) and "init_process_group" in source and any(
+        n in source and re.search(rf"\b{re.escape(n)}\s*\(", source) for n in setters)
 
 
 _PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device"}
@@ -99,10 +118,15 @@ _PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device
 def _picker(a: Analyzer, node: cst.Call) -> None:
     """Record a call that picks the current GPU (see _PICKERS), if it is one."""
     func = node.func
-    if isinstance(func, cst.Name):  # which function calls which, for GPU picks made in another function
-        _facts(a)["calls"].append((a.enclosing_function(), func.value, a.order, node))
-    if (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
-            else None) not in _PICKER_NAMES:
+    called = (func.value if isinstance(func, cst.Name) else func.attr.value
+              if isinstance(func, cst.Attribute) and dotted(func.value) in ("self", "cls") else None)
+    if called is not None:  # which function calls which (f(), self.f()), for GPU picks made in another function
+        _facts(a)["calls"].append((a.enclosing_function(), called, a.order, node))
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if last not in _PICKER_NAMES:
+        if last in a.options.helpers.setters and helper(a, func, own=False) is not None:  # init_device() of another module
+            _facts(a)["set_device"].append(_SetDevice(node, a.enclosing_function(), a.order, a.suites(), None,
+                                                      f"{a.code(func)}()", node, tuple(a.stack), picks=True))
         return  # most calls: no name resolution
     qn = a.qnames(node.func)
     how = next((_PICKERS[q] for q in qn if q in _PICKERS), None)
@@ -147,7 +171,7 @@ def _call(a: Analyzer, node: cst.Call) -> None:
     use = _BackendUse(node, m, _backend_arg(node, m), a.scope())
     _facts(a)["uses"].append(use)
     if m == "init_process_group":
-        _facts(a)["inits"].append(_Init(node, use, a.enclosing_function(), a.order, a.suites()))
+        _facts(a)["inits"].append(_Init(node, use, a.enclosing_function(), a.order, a.suites(), tuple(a.stack)))
     if m == "new_group":
         for arg in node.args:
             if (arg.keyword is not None and arg.keyword.value == "use_local_synchronization"
@@ -242,40 +266,165 @@ def _restring(node: cst.CSTNode, text: str) -> list[tuple[cst.CSTNode, Edit]]:
     return [(node, edit)]
 
 
-def _is_nccl_backend(a: Analyzer, use: _BackendUse) -> bool | None:
-    """True: builds nccl/nccl2/nccl-lazy for CUDA; False: provably not; None: unknown."""
+def _is_nccl_backend(a: Analyzer, use: _BackendUse, path: Path = ()) -> bool | None:
+    """True: builds nccl/nccl2/nccl-lazy for CUDA; False: provably not; None: unknown.
+    ``path`` (the init call's) lets a name's value be followed to the assignments that reach it."""
     if use.expr is None:
         return True  # torch picks "cpu:gloo,cuda:nccl" and this code drives a GPU
-    lit = resolve(a, use.expr, use.scope)
-    if lit is None:
+    specs = _backend_strings(a, use.expr, use.scope, path)
+    if specs is None:
         return None
-    v = lit.evaluated_value
-    parts = backend_parts(v) if isinstance(v, str) else None
-    if parts is None:
-        return None
-    return any(n in ("nccl", "nccl2", "nccl-lazy") and d in (None, "cuda") for d, n in parts)
+    nccl = False
+    for v in specs:
+        parts = backend_parts(v)
+        if parts is None:
+            return None
+        nccl = nccl or any(n in ("nccl", "nccl2", "nccl-lazy") and d in (None, "cuda") for d, n in parts)
+    return nccl
 
 
-def _kwargs_dict(
-    a: Analyzer, init: _Init, star: cst.BaseExpression
-) -> tuple[cst.Dict | cst.Call | None, bool] | None:
-    """The dict literal or ``dict(...)`` call that ``**star`` unpacks, built once in the same
-    scope (None: built in this scope, but in more than one way), and whether its backend is
-    known (absent, or a plain entry of that literal).  None when the dict comes from elsewhere."""
-    if not isinstance(star, cst.Name):
+def _backend_strings(a: Analyzer, expr: cst.BaseExpression, scope: Scope, path: Path,
+                     depth: int = 0) -> list[str] | None:
+    """Every backend string ``expr`` can be where it is used: a literal, a constant, the
+    assignments of a name that reach ``path``, both sides of ``x if c else y``, what a helper
+    of the run returns; None when one of them is not known."""
+    lit = resolve(a, expr, scope)
+    if lit is not None:
+        v = lit.evaluated_value
+        return [v] if isinstance(v, str) else None
+    if depth > 4:
         return None
-    value = a.scopes.single_value(star.value, init.use.scope)
-    body = a.source_of(init.scope) if init.scope is not None else a.source
-    name = re.escape(star.value)
-    if value is None and init.scope is not None and re.search(rf"^\s*{name}\s*=\s*(?:\{{|dict\()", body, re.M):
-        return None, False  # e.g. kw = {...} in one branch, kw = {...} in another
-    if isinstance(value, cst.Dict) or (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
-                                       and value.func.value == "dict" and a.qnames(value.func) == {"builtins.dict"}):
-        # kw["backend"] = ..., kw.update(backend=...) / kw.update({...}): the backend is not this literal's
-        later = re.search(rf"\b{name}\s*(?:\[\s*['\"]backend['\"]\s*\]\s*=|\.update\(|\.setdefault\(\s*['\"]backend)",
-                          body)
-        return value, later is None
-    return None
+    if isinstance(expr, cst.IfExp):
+        both = [_backend_strings(a, e, scope, path, depth + 1) for e in (expr.body, expr.orelse)]
+        return None if None in both else [v for vs in both if vs is not None for v in vs]
+    if isinstance(expr, cst.Call):
+        found = helper(a, expr.func)
+        tokens = helpers_of(a).values(found[1].returns) if found is not None else ["?"]
+        return [t[4:] for t in tokens] if all(t.startswith("str:") for t in tokens) else None
+    target = dotted(expr)
+    if target is None or not path:
+        return None
+    defs, entry = reaching(target, path)
+    if entry or not defs or any(d.value is None or d.index is not None or d.loop for d in defs):
+        return None
+    out: list[str] = []
+    for d in defs:
+        assert d.value is not None
+        got = _backend_strings(a, d.value, scope, d.path, depth + 1)
+        if got is None:
+            return None
+        out += got
+    return out
+
+
+@dataclass
+class _Kwargs:
+    """What the dict a call unpacks (``**kw``) can hold where the call runs."""
+
+    dicts: list[cst.Dict | cst.Call]  # the literals (``{...}``, ``dict(...)``) assigned to it that reach the call
+    opaque: bool = False  # part of it comes from elsewhere (a parameter, another call, an update not read)
+    device_id: bool = False  # device_id reaches the call (a key of a literal, a set before it)
+    backend_set: bool = False  # its backend is set after the literal (kw["backend"] = ...)
+
+
+def _kwargs(a: Analyzer, init: _Init, star: cst.BaseExpression) -> _Kwargs:
+    """Follow ``**star`` of an init to the dicts that reach it and the updates made to them
+    before it in the init's function (or module)."""
+    name = dotted(star)
+    if name is None or not init.path:
+        return _Kwargs([], opaque=True)
+    out = _Kwargs([])
+    defs, entry = reaching(name, init.path)
+    values = [d.value if d.index is None and not d.loop else None for d in defs]
+    if entry:
+        values.append(a.scopes.single_value(name, a.scopes.module_scope) if init.scope is None or not _bound_in(
+            init.scope, name) else None)
+    for v in values:
+        if _is_dict(a, v):
+            assert isinstance(v, (cst.Dict, cst.Call))
+            out.dicts.append(v)
+            keys = _keys(v)
+            out.device_id = out.device_id or "device_id" in keys
+            out.opaque = out.opaque or None in keys
+        else:
+            out.opaque = True
+    end = a.pos(init.call).start.line
+    for node in _mutations(init.scope or a.module, name):
+        if a.pos(node).start.line >= end:
+            continue
+        keys = _mutated_keys(node)
+        out.device_id = out.device_id or "device_id" in keys
+        out.backend_set = out.backend_set or "backend" in keys
+        out.opaque = out.opaque or None in keys
+    return out
+
+
+def _bound_in(fn: cst.CSTNode, name: str) -> bool:
+    return isinstance(fn, (cst.FunctionDef, cst.Lambda)) and (
+        bool(every(fn, name)) or name in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params,
+                                                                  *fn.params.posonly_params)})
+
+
+def _is_dict(a: Analyzer, v: cst.BaseExpression | None) -> bool:
+    return isinstance(v, cst.Dict) or (isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
+                                        and v.func.value == "dict" and a.qnames(v.func) == {"builtins.dict"})
+
+
+def _keys(v: cst.CSTNode) -> set[str | None]:
+    """The keys a dict literal, ``dict(...)`` or ``update(...)`` call gives (None: one not known)."""
+    out: set[str | None] = set()
+    if isinstance(v, cst.Dict):
+        for el in v.elements:
+            key = el.key.evaluated_value if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) else None
+            out.add(key if isinstance(key, str) else None)
+    elif isinstance(v, cst.Call):
+        for arg in v.args:
+            if arg.keyword is not None:
+                out.add(arg.keyword.value)
+            elif isinstance(arg.value, cst.Dict) and not arg.star:
+                out |= _keys(arg.value)
+            else:
+                out.add(None)
+    return out
+
+
+def _mutations(root: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    """The statements and calls in ``root`` (not in functions nested in it) that change the
+    dict ``name``: ``name[k] = v``, ``name.update(...)``, ``name.setdefault(k, v)``, ``name |= {...}``."""
+    out: list[cst.CSTNode] = []
+    for child in root.children:
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(child, cst.Assign) and any(
+                isinstance(t.target, cst.Subscript) and dotted(t.target.value) == name for t in child.targets):
+            out.append(child)
+        elif isinstance(child, cst.AugAssign) and dotted(child.target) == name:
+            out.append(child)
+        elif (isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute)
+              and child.func.attr.value in ("update", "setdefault", "__setitem__") and dotted(child.func.value) == name):
+            out.append(child)
+        out += _mutations(child, name)
+    return out
+
+
+def _mutated_keys(node: cst.CSTNode) -> set[str | None]:
+    if isinstance(node, cst.Assign):
+        keys: set[str | None] = set()
+        for t in node.targets:
+            sub = t.target
+            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
+                k = sub.slice[0].slice.value
+                v = k.evaluated_value if isinstance(k, cst.SimpleString) else None
+                keys.add(v if isinstance(v, str) else None)
+        return keys
+    if isinstance(node, cst.AugAssign):
+        return _keys(node.value) if isinstance(node.value, cst.Dict) else {None}
+    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+    if node.func.attr.value == "update":
+        return _keys(node)
+    first = node.args[0].value if node.args else None
+    v = first.evaluated_value if isinstance(first, cst.SimpleString) else None
+    return {v if isinstance(v, str) else None}
 
 
 def _backend_in(a: Analyzer, container: cst.Dict | cst.Call) -> cst.BaseExpression | None:
@@ -300,22 +449,48 @@ def _before(a: Analyzer, f: dict[str, list[object]], init: _Init, node: cst.CSTN
 
 
 def _runs_before(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
-    """A pick in another function that runs before ``init`` on a path the file shows: its function
-    calls the init's function after the pick, or the init's function calls the pick's function
-    (directly or through one function of this file) before the init."""
+    """A pick in another function that runs before ``init`` on a path the file shows: some
+    function (or the module) makes the pick, or calls what makes it, before it runs the init
+    or calls what runs it (through any chain of calls of this file, ``f()`` or ``self.f()``).
+    A pick in a function that neither leads to the init's function nor is called on its way is
+    no evidence for it."""
     calls = [c for c in f["calls"] if isinstance(c, tuple)]
 
     def name(fn: object) -> str | None:
         return fn.name.value if isinstance(fn, cst.FunctionDef) else None
 
-    if name(init.scope) is not None and any(
-            c[0] is pick.scope and c[1] == name(init.scope) and c[2] > pick.order for c in calls):
-        return True
-    target = name(pick.scope)
-    if target is None:
-        return False
-    via = {target} | {name(c[0]) for c in calls if c[1] == target and name(c[0]) is not None}
-    return any(c[0] is init.scope and c[1] in via and c[2] < init.order for c in calls)
+    def callers(fn: object) -> set[str]:
+        """``fn``'s name and the names of the functions that lead to it."""
+        todo = [name(fn)] if name(fn) is not None else []
+        seen: set[str] = set()
+        while todo:
+            n = todo.pop()
+            if n is not None and n not in seen:
+                seen.add(n)
+                todo += [name(c[0]) for c in calls if c[1] == n]
+        return seen
+
+    to_pick, to_init = callers(pick.scope), callers(init.scope)
+    firsts: dict[int, int] = {id(pick.scope): pick.order}  # per function: when it first leads to the pick
+    for c in calls:
+        if c[1] in to_pick:
+            firsts[id(c[0])] = min(firsts.get(id(c[0]), c[2]), c[2])
+    lasts = [(id(init.scope), init.order)] + [(id(c[0]), c[2]) for c in calls if c[1] in to_init]
+    return any(fn in firsts and firsts[fn] < order for fn, order in lasts)
+
+
+def _runs_after(f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
+    """A pick in a function that the init's function calls after the init (directly or through
+    functions of this file): the GPU is picked only once the group exists."""
+    name = pick.scope.name.value if isinstance(pick.scope, cst.FunctionDef) else None
+    calls = [c for c in f["calls"] if isinstance(c, tuple)]
+    todo, leads = [name] if name else [], set()
+    while todo:
+        n = todo.pop()
+        if n not in leads:
+            leads.add(n)
+            todo += [c[0].name.value for c in calls if c[1] == n and isinstance(c[0], cst.FunctionDef)]
+    return any(c[0] is init.scope and c[1] in leads and c[2] > init.order for c in calls)
 
 
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
@@ -330,26 +505,24 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         container: cst.Dict | cst.Call | None = None
         nccl: bool | None
         forwarded = ""  # **kwargs that come from the caller: it may hold device_id
-        found = None
         if star is not None:
-            body = a.source_of(init.scope) if init.scope is not None else a.source
-            found = _kwargs_dict(a, init, star)
-            if "device_id" in body:
-                continue  # device_id handled somewhere in this scope
-            if found is None:
+            kw = _kwargs(a, init, star)
+            if kw.device_id:
+                continue  # device_id reaches the call through the dict
+            if kw.opaque:
                 forwarded = (f" This call passes **{a.code(star).strip()} from elsewhere: if that already "
                              "holds device_id, nothing is needed.")
-        if found is not None:
-            container, backend_known = found
-            bexpr = _backend_in(a, container) if container is not None else None
-            if not backend_known:
+            container = kw.dicts[0] if len(kw.dicts) == 1 and not kw.opaque else None
+            if kw.backend_set:
                 nccl = None
-            elif bexpr is None and init.use.expr is None:
-                nccl = True
+            elif kw.opaque or not kw.dicts:
+                nccl = _is_nccl_backend(a, init.use, init.path)
             else:
-                nccl = _is_nccl_backend(a, _BackendUse(call, init.use.member, bexpr or init.use.expr, init.use.scope))
+                each = [_is_nccl_backend(a, _BackendUse(call, init.use.member, bexpr, init.use.scope), init.path)
+                        if (bexpr := _backend_in(a, d) or init.use.expr) is not None else True for d in kw.dicts]
+                nccl = True if True in each else False if all(e is False for e in each) else None
         else:
-            nccl = _is_nccl_backend(a, init.use)
+            nccl = _is_nccl_backend(a, init.use, init.path)
         if nccl is False:
             continue
         pickers = [s for s in f["set_device"] if isinstance(s, _SetDevice)]
@@ -357,9 +530,14 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         before = [s for s in same if s.order < init.order]
         dominating = [s for s in before if s.suites and s.suites[-1] in init.suites]
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
-        sd = (dominating or before or elsewhere or same or pickers)[-1 if (dominating or before or elsewhere) else 0]
+        # a pick in a function called after the init is evidence only for a group known to be NCCL
+        # (accelerate's set_device() also runs after its CPU groups)
+        later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(f, s, init)]
+        if not (later or elsewhere):
+            continue  # the file's picks lead neither to this init nor from it: no evidence for it
+        sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
         verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
-                         functools.partial(_before, a, f, init))
+                         functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
         origin = verdict.severity if verdict is not None else None
         what = verdict.what if verdict is not None else "its argument"
@@ -380,13 +558,13 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             why = ("where its argument comes from is not visible here: unless it is LOCAL_RANK % device_count "
                    "the group runs on another GPU than this process")
         line = a.pos(sd.call).start.line
-        helper = sd.how not in _PICKERS.values()
+        by_helper = sd.how not in _PICKERS.values()
         tag = {True: "(hardening)", False: "(a break)", None: "(maybe a break)"}[origin]
         # The message names where the device comes from when that fits in a short line.
         head = f"nccl2 ignores the GPU from {short} (line {line})"
         if len(head) > 70 - len(tag) - (0 if nccl and star is None else 9):  # messages stay within 88
             head = f"nccl2 ignores the GPU picked on line {line}"
-        if dominating and nccl and not helper and not (star is not None and container is None):
+        if dominating and nccl and not by_helper and not (star is not None and container is None):
             torch_name = sd.torch_name or "torch"
             value = cst.parse_expression(f'{torch_name}.device("cuda", {torch_name}.cuda.current_device())')
             imports: list[tuple[str, str | None]] = [] if sd.torch_name else [("torch", None)]
@@ -399,8 +577,8 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                 where = f"; {why}. Pass device_id= the device chosen on line {line}"
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
                      detail=f"{base}{where} (on legacy this also makes init eager).")
-        elif dominating and helper:
-            dev = a.code(sd.device) if sd.device is not None else "the index"
+        elif dominating and by_helper:
+            dev = a.code(sd.device) if sd.device is not None and not sd.picks else "the index"
             a.report(call, code, f"{head}: pass device_id= {tag}",
                      detail=f"{base}; {why}. Pass device_id=torch.device(<this device type>, {dev}) "
                      f"(the device picked on line {line}).")
@@ -412,7 +590,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"the GPU pick on line {line} may not run before init: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU pick on line {line} does not always run "
                      "first, so pass device_id= explicitly where the device is known.")
-        elif same:
+        elif later:
             a.report(call, code, f"init runs before the GPU pick on line {line}: pass device_id= {tag}",
                      detail=f"{base}; {why}. The GPU is picked only after init (line {line}), so pass "
                      "device_id= the intended device to init_process_group.")

@@ -45,6 +45,9 @@ _IN_TEXT = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in _NA
 _FALSEY = {"false", "no", "off", "n", "f", ""}
 _TRUTHY = {"true", "yes", "on", "y", "t"}
 _SETTER_ATTRS = {"setdefault", "putenv", "setenv"}
+# The new names of deprecated variables: where code gives one a value, the pair is handled.
+_NEW_NAMES = sorted({v.replacement for v in ENV_VARS if v.replacement}, key=len, reverse=True)
+_NEW_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_$])(" + "|".join(re.escape(n) for n in _NEW_NAMES) + r")=")
 _SIMPLE = (cst.SimpleString, cst.Integer, cst.Name, cst.Attribute)
 
 
@@ -108,6 +111,14 @@ def _keep_after(a: Analyzer, line: cst.CSTNode | None, mapping: cst.BaseExpressi
     return add
 
 
+def _note_set(a: Analyzer, name: str) -> None:
+    """Record that code here gives ``name`` a value (in the set-site shapes, not compared)."""
+    if name in _NEW_NAMES and not any(isinstance(n, cst.Comparison) for n in a.stack):
+        sets = a.facts.setdefault("new_names_set", set())
+        assert isinstance(sets, set)
+        sets.add(name)
+
+
 def _new_site(a: Analyzer, node: cst.CSTNode, name: str, key: cst.SimpleString | None,
               value: cst.BaseExpression | None) -> _Site | None:
     row = lookup(name)
@@ -136,6 +147,8 @@ def _subscript_assign(a: Analyzer, node: cst.Assign) -> None:
     if not (isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString)):
         return
     name = _str(idx.value)
+    if name is not None:
+        _note_set(a, name)
     # os.environ[K] = v, or any mapping keyed by a table name: env = os.environ.copy();
     # env["TORCH_DIST_USE_NCCL2"] = "0" for a child process, a launcher's env_vars dict.
     if name is None or (lookup(name) is None and not _is_environ(a, t.value)):
@@ -167,6 +180,8 @@ def _call(a: Analyzer, node: cst.Call) -> None:
     # os.environ.update({...}) / os.environ.update(K=v) / dict(K=v)
     if attr in ("update", "dict"):
         for arg in node.args:
+            if arg.keyword is not None:
+                _note_set(a, arg.keyword.value)
             if arg.keyword is not None and lookup(arg.keyword.value) is not None:
                 site = _new_site(a, arg, arg.keyword.value, None, arg.value)
                 if site is not None:
@@ -181,12 +196,13 @@ def _call(a: Analyzer, node: cst.Call) -> None:
     if first.keyword is not None or not isinstance(first.value, cst.SimpleString) or len(node.args) < 2:
         return
     name = _str(first.value)
-    if name is None or lookup(name) is None:
-        return
     lowered = attr.lower()
-    if not (attr in _SETTER_ATTRS or "set" in lowered or "put" in lowered or "export" in lowered):
+    if name is None or not (attr in _SETTER_ATTRS or "set" in lowered or "put" in lowered or "export" in lowered):
         return
     if lowered.startswith("get") or "unset" in lowered:
+        return
+    _note_set(a, name)
+    if lookup(name) is None:
         return
     site = _new_site(a, node, name, first.value, node.args[1].value)
     if site is None:
@@ -219,6 +235,8 @@ def _dict_elem(a: Analyzer, node: cst.DictElement) -> None:
     if not isinstance(node.key, cst.SimpleString):
         return
     name = _str(node.key)
+    if name is not None:
+        _note_set(a, name)
     if name is None or lookup(name) is None:
         return
     site = _new_site(a, node, name, node.key, node.value)
@@ -243,6 +261,8 @@ def _in_text(a: Analyzer, node: cst.SimpleString) -> None:
     v = _str(node)
     if v is None:
         return
+    for m in _NEW_IN_TEXT.finditer(v):  # a shell command in a string setting the new name
+        _note_set(a, m.group(1))
     for m in _IN_TEXT.finditer(v):
         site = _new_site(a, node, m.group(1), None, None)
         if site is not None:
@@ -273,11 +293,14 @@ def _pg_creation(a: Analyzer, node: cst.Call) -> None:
 # --- findings ---
 def _finish(a: Analyzer) -> None:
     sites = _sites(a)
-    # A replacement name set anywhere in the file means the pair is handled here already;
-    # textual on purpose, so a second --write never adds it twice.  One only read back
-    # (`NEW in os.environ`) does not: the old name is still reported, its fix unsafe.
+    # A replacement name that code of this file gives a value (the set-site shapes, the
+    # setdefault a fix adds included, so a second --write never adds it twice) means the pair
+    # is handled here already.  A mention in a comment, a docstring or a Python variable of
+    # that name is not a set.  One only read back (`NEW in os.environ`) does not count either:
+    # the old name is still reported, its fix unsafe (any other mention counts as a read).
     named = {v.replacement for v in ENV_VARS if v.replacement and v.replacement in a.source}
-    set_names = {n for n in named if _sets_textually(a.source, n)}
+    noted = a.facts.get("new_names_set", set())
+    set_names = {n for n in named if n in noted}
     read_names = named - set_names
     reads_toggle = _reads(a, TOGGLE_VAR)
     counts = Counter(site.name for site in sites)
@@ -293,15 +316,6 @@ def _finish(a: Analyzer) -> None:
             alone = (counts[site.name] == 1 and not _unsets(a, site.name)
                      and site.name not in a.options.shared_names)
             _other(a, site, row, set_names, alone, read_names)
-
-
-def _sets_textually(source: str, name: str) -> bool:
-    """Does ``source`` give ``name`` a value anywhere (a subscript set, setdefault/putenv/
-    setenv, a keyword or a dict entry)?  Textual, generous: a set it misses is added twice."""
-    n = re.escape(name)
-    pat = (rf"['\"]{n}['\"]\s*\]\s*=(?!=)|(?:setdefault|putenv|setenv)\(\s*['\"]{n}['\"]"
-           rf"|\b{n}\s*=(?!=)|['\"]{n}['\"]\s*:")
-    return re.search(pat, source) is not None
 
 
 def _reads(a: Analyzer, name: str) -> bool:

@@ -1,0 +1,496 @@
+"""The run's own small helpers, across its modules: what each returns, which GPU it picks.
+
+NCX130/NCX134 judge a GPU pick by where its index comes from, and the device-binding rules
+need the backend an init gets.  Real code fetches both from its own helpers in another
+module: ``get_torch_device().set_device(rank)`` (a helper that returns ``torch.cuda``), a
+``get_local_device()`` that returns ``LOCAL_RANK``, a ``get_nccl_backend()``, an
+``init_device()`` that calls ``torch.cuda.set_device`` itself.  The runner reads every file
+before the scan (the pre-pass); this module summarises the small module-level functions of
+the modules that a file creating a process group imports (and of those their helpers call),
+with CPython's ``ast`` (a fraction of a libcst parse), once per run, and each worker looks
+calls up in that summary through its file's imports.
+
+A summary is a list of tokens per function: ``env:NAME`` (reads that environment
+variable), ``str:V`` / ``int:N`` (a literal), ``devmod`` (a device module: ``torch.cuda``,
+``getattr(torch, name)``, ``torch.get_device_module()``), ``rank`` (``dist.get_rank()``),
+``local`` (a call named for the local rank), ``at:K:TOKEN`` (element K of a returned
+tuple), ``param:K:NAME`` (its K-th parameter: the caller's argument), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
+(anything else); a pick's list also holds ``pick:QUAL`` for each function it calls (whatever
+that one picks).  Values are followed through the function's own assignments (all of them:
+flow-insensitive, so a branch joins) and the module's constants.  Not seen: methods, a
+helper reached through a variable or ``getattr``, values built in loops or containers, a
+function over 60 lines (not a small helper; summarising every function of a large tree
+would cost more than the scan).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["Helper", "Helpers", "Indexer", "absolute", "module_name", "summarize"]
+
+_DEVICE_MODULES = ("cuda", "npu", "xpu", "mps", "musa", "mlu", "hpu")
+_PICKERS = frozenset({"set_device", "set_device_index", "set_device_idx"})
+# Text a helper worth indexing must contain (files without it are not parsed).
+_WORDS = ("RANK", "LOCALID", "set_device", "nccl\"", "nccl'", "gloo\"", "gloo'", "device_module", "getattr(torch",
+          *(f"return torch.{m}\n" for m in _DEVICE_MODULES))
+# A helper is small: longer functions (training loops, whole setups) are not summarised.
+_MAX_LINES = 60
+
+
+@dataclass(frozen=True)
+class Helper:
+    returns: tuple[str, ...]  # tokens (see the module docstring)
+    sets: tuple[str, ...] = ()  # the tokens of the GPU index a set_device in it picks
+
+
+@dataclass(frozen=True, eq=False)
+class Helpers:
+    """qualified function name -> summary; compared and hashed by identity (it is in Options).
+
+    Built from every file's summaries: each pick is resolved through the helpers it calls,
+    and only functions whose result or pick says something are kept (workers get a copy)."""
+
+    table: dict[str, Helper] = field(default_factory=dict)
+    setters: frozenset[str] = field(init=False, default=frozenset())  # names of helpers that pick a GPU
+    _by_name: dict[str, list[str]] = field(init=False, default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index()
+        picks = {q: self._sets(q) for q, h in self.table.items() if h.sets}
+        kept = {q: Helper(h.returns, tuple(picks.get(q, ()))) for q, h in self.table.items()
+                if _useful(h.returns) or picks.get(q)}
+        object.__setattr__(self, "table", kept)
+        object.__setattr__(self, "setters", frozenset(q.rpartition(".")[2] for q, h in kept.items() if h.sets))
+        self._index()
+
+    def _index(self) -> None:
+        self._by_name.clear()
+        for q in self.table:
+            self._by_name.setdefault(q.rpartition(".")[2], []).append(q)
+
+    def __bool__(self) -> bool:
+        return bool(self.table)
+
+    def find(self, qualified: str) -> str | None:
+        """The key ``qualified`` (``pkg.utils.get_local_device``) names: itself, else the one
+        helper of that name under that package (a re-export from ``pkg/utils/__init__.py``, a
+        tree scanned without its top package)."""
+        if qualified in self.table:
+            return qualified
+        mod, _, name = qualified.rpartition(".")
+        cands = self._by_name.get(name, [])
+        under = [q for q in cands if q.startswith(mod + ".") or ("." + qualified).endswith("." + q)]
+        return under[0] if len(under) == 1 else None
+
+    def get(self, qualified: str) -> Helper | None:
+        key = self.find(qualified)
+        return self.table[key] if key is not None else None
+
+    def values(self, tokens: Iterable[str], depth: int = 0) -> list[str]:
+        """``tokens`` with each ``call:Q`` replaced by what Q returns (its own parameters: ``?``)."""
+        out: list[str] = []
+        for t in tokens:
+            if t.startswith("at:"):  # an element of a returned tuple
+                k, _, rest = t[3:].partition(":")
+                out += [f"at:{k}:{r}" for r in self.values([rest], depth)]
+                continue
+            if not t.startswith("call:"):
+                out.append(t)
+                continue
+            h = self.get(t[5:]) if depth < 4 else None
+            out += (["?" if r.startswith("param:") else r for r in self.values(h.returns, depth + 1)]
+                    if h is not None else ["?"])
+        return out
+
+    def _sets(self, qualified: str, depth: int = 0) -> list[str]:
+        """The value tokens of the GPU a call of ``qualified`` picks (through the helpers it calls)."""
+        h = self.get(qualified)
+        if h is None or depth > 4:
+            return []
+        out: list[str] = []
+        for t in h.sets:
+            if t.startswith("pick:"):
+                out += ["?" if r.startswith("param:") else r for r in self._sets(t[5:], depth + 1)]
+            else:
+                out.append(t)
+        return self.values(out)
+
+
+def module_name(path: str) -> str:
+    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (up through the folders holding __init__.py)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    stem = base.rsplit(".", 1)[0]
+    package = _package(folder)
+    return ".".join(p for p in (package, "" if stem == "__init__" else stem) if p)
+
+
+@functools.lru_cache(maxsize=4096)
+def _package(folder: str) -> str:
+    """The dotted package a folder is (empty when it holds no __init__.py)."""
+    if not os.path.exists(os.path.join(folder, "__init__.py")):
+        return ""
+    parent, name = os.path.split(folder)
+    if not name:
+        return ""
+    head = _package(parent)
+    return f"{head}.{name}" if head else name
+
+
+def absolute(module: str, is_package: bool, relative: str) -> str:
+    """``pkg.b.f`` for ``.b.f`` met in module ``pkg.a`` (``..x`` goes one package up)."""
+    level = len(relative) - len(relative.lstrip("."))
+    if not level:
+        return relative
+    base = module.split(".") if module else []
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)] if level > 1 else base
+    rest = relative[level:]
+    return ".".join([*base, rest] if rest else base)
+
+
+def _chain(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _chain(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return None
+
+
+class _Module:
+    def __init__(self, tree: ast.Module, name: str, is_package: bool) -> None:
+        self.name = name
+        self.imports: dict[str, str] = {}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.constants: dict[str, list[ast.expr | None]] = {}
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._bind(node, is_package)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+            for target, value in _bindings(node):
+                self.constants.setdefault(target, []).append(value)
+
+    def _bind(self, node: ast.Import | ast.ImportFrom, is_package: bool) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    self.imports[head] = head
+            return
+        base = absolute(self.name, is_package, "." * node.level + (node.module or ""))
+        for alias in node.names:
+            if alias.name != "*":
+                self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+    def qualify(self, func: ast.expr) -> str | None:
+        """What a called name refers to: a function of this module, or one imported."""
+        chain = _chain(func)
+        if chain is None:
+            return None
+        head, _, rest = chain.partition(".")
+        if head in self.imports:
+            return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+        if not rest and head in self.functions:
+            return f"{self.name}.{head}" if self.name else head
+        return None
+
+
+def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:
+    """(name, value) for each name a statement binds: value None when not a plain ``x = v``."""
+    if isinstance(node, ast.Assign):
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                yield t.id, node.value
+            else:
+                yield from ((n.id, None) for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        yield node.target.id, node.value
+    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
+        targets: list[ast.AST] = ([node.target] if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr))
+                                  else [i.optional_vars for i in node.items if i.optional_vars is not None])
+        for tgt in targets:
+            yield from ((n.id, None) for n in ast.walk(tgt) if isinstance(n, ast.Name))
+
+
+def _own(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not of functions or classes nested in it."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+class _Summary:
+    def __init__(self, mod: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.mod = mod
+        args = fn.args
+        self.params = {a.arg: k for k, a in enumerate([*args.posonlyargs, *args.args])}
+        self.params.update({a.arg: -1 for a in args.kwonlyargs})
+        self.assigns: dict[str, list[ast.expr | None]] = {}
+        self.nodes = list(_own(fn))
+        for node in self.nodes:
+            for target, value in _bindings(node):
+                self.assigns.setdefault(target, []).append(value)
+        self.active: set[str] = set()
+
+    def tokens(self, e: ast.expr | None, depth: int = 0) -> list[str]:
+        if e is None or depth > 6:
+            return ["?"]
+        if isinstance(e, ast.Constant):
+            if isinstance(e.value, str):
+                return [f"str:{e.value}"]
+            return [f"int:{e.value}"] if isinstance(e.value, int) and not isinstance(e.value, bool) else ["?"]
+        env = _env_name(e)
+        if env is not None:
+            return [f"env:{env}"] if env else ["?"]
+        if isinstance(e, ast.IfExp):
+            return [*self.tokens(e.body, depth + 1), *self.tokens(e.orelse, depth + 1)]
+        if isinstance(e, ast.Call):
+            return self._call(e, depth)
+        if isinstance(e, ast.JoinedStr):
+            parts = [v.value for v in e.values if isinstance(v, ast.FormattedValue)]
+            return self.tokens(parts[0], depth + 1) if len(parts) == 1 else ["?"]
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod):
+            if isinstance(e.left, ast.Constant) and isinstance(e.left.value, str):  # "cuda:%d" % i
+                right = e.right.elts[0] if isinstance(e.right, ast.Tuple) and len(e.right.elts) == 1 else e.right
+                return self.tokens(right, depth + 1)
+            if "device_count" in ast.unparse(e.right):  # LOCAL_RANK % device_count is LOCAL_RANK's GPU
+                return self.tokens(e.left, depth + 1)
+            return ["?"]
+        if isinstance(e, ast.Attribute):
+            chain = _chain(e) or ""
+            head, _, rest = chain.partition(".")
+            torch = self.mod.imports.get(head) == "torch"
+            return ["devmod"] if torch and rest in _DEVICE_MODULES else ["?"]
+        if isinstance(e, ast.Name):
+            return self._name(e.id, depth)
+        return ["?"]
+
+    def _name(self, name: str, depth: int) -> list[str]:
+        if name in self.active:
+            return []
+        if name in self.params:
+            return [f"param:{self.params[name]}:{name}"]
+        values = self.assigns.get(name) or (self.mod.constants.get(name) if name not in self.assigns else None)
+        if not values:
+            return ["?"]
+        self.active.add(name)
+        try:
+            return [t for v in values for t in self.tokens(v, depth + 1)]
+        finally:
+            self.active.discard(name)
+
+    def _call(self, e: ast.Call, depth: int) -> list[str]:
+        chain = _chain(e.func) or ""
+        fname = chain.rpartition(".")[2]
+        plain = [a for a in e.args if not isinstance(a, ast.Starred)]
+        kw = {k.arg: k.value for k in e.keywords if k.arg}
+        if fname in ("int", "str", "device") and (plain or "index" in kw):
+            return self.tokens(kw.get("index") or plain[-1], depth + 1)
+        if fname == "format" and isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Constant) \
+                and len(plain) == 1:
+            return self.tokens(plain[0], depth + 1)
+        if fname == "getattr" and plain and isinstance(plain[0], ast.Name) \
+                and self.mod.imports.get(plain[0].id) == "torch":
+            return ["devmod"]
+        qual = self.mod.qualify(e.func)
+        if qual is not None and not qual.startswith("torch."):
+            return [f"call:{qual}"]
+        if fname.lstrip("_") in ("get_device_module", "device_module"):
+            return ["devmod"]
+        if fname in ("get_rank", "get_global_rank"):
+            return ["rank"]
+        if fname == "get_node_local_rank" or "local_rank" in fname.lower():
+            return ["local"]
+        return ["?"]
+
+    def returns(self) -> list[str]:
+        out: list[str] = []
+        for node in self.nodes:
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):  # return local_rank, rank
+                out += [f"at:{k}:{t}" for k, el in enumerate(node.value.elts) for t in self.tokens(el)]
+            elif isinstance(node, ast.Return):
+                out += self.tokens(node.value) if node.value is not None else ["?"]
+        return out
+
+    def sets(self) -> list[str]:
+        """The GPU index each set_device in it picks; ``call:Q`` for a helper it calls that picks one."""
+        out: list[str] = []
+        for node in self.nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            chain = _chain(node.func) or ""
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _PICKERS and self._is_devmod(node.func.value):
+                arg = next((a for a in node.args if not isinstance(a, ast.Starred)), None)
+                out += self.tokens(arg)
+            elif chain and not isinstance(node.func, ast.Attribute):
+                qual = self.mod.qualify(node.func)
+                if qual is not None and not qual.startswith("torch."):
+                    out.append(f"pick:{qual}")  # resolved against the table (it may pick a GPU)
+        return out
+
+    def _is_devmod(self, recv: ast.expr) -> bool:
+        chain = _chain(recv)
+        if chain is not None:
+            head, _, rest = chain.partition(".")
+            if self.mod.imports.get(head) == "torch" and rest in (*_DEVICE_MODULES, "accelerator"):
+                return True
+        # a call of another helper: taken to return a device module (looked up when it is used)
+        return any(t == "devmod" or t.startswith("call:") for t in self.tokens(recv))
+
+
+def _env_name(e: ast.expr) -> str | None:
+    """The variable ``os.environ[X]`` / ``os.environ.get(X)`` / ``os.getenv(X)`` reads ("" if
+    not a literal); None when ``e`` reads none."""
+    key: ast.expr | None = None
+    if isinstance(e, ast.Subscript) and (_chain(e.value) or "").endswith("environ"):
+        key = e.slice
+    elif isinstance(e, ast.Call) and e.args and (_chain(e.func) or "").endswith(
+            ("environ.get", "getenv", "environ.setdefault")):
+        key = e.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ""
+
+
+def _useful(tokens: Iterable[str]) -> bool:
+    return any(t != "?" for t in tokens)
+
+
+def summarize(text: str, path: str) -> dict[str, Helper]:
+    """The helpers of one file (module-level functions whose result or pick says something)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}  # the scan reports it
+    mod = _Module(tree, module_name(path), os.path.basename(path) == "__init__.py")
+    out: dict[str, Helper] = {}
+    for name, fn in mod.functions.items():
+        if (fn.end_lineno or fn.lineno) - fn.lineno > _MAX_LINES:
+            continue
+        s = _Summary(mod, fn)
+        returns, sets = s.returns(), s.sets()
+        if _useful(returns) or sets:
+            key = f"{mod.name}.{name}" if mod.name else name
+            out[key] = Helper(tuple(dict.fromkeys(returns)), tuple(dict.fromkeys(sets)))
+    return out
+
+
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+class Indexer:
+    """The pre-pass side: ``add`` every file of the run as the runner reads it, then ``build``.
+
+    Only modules that a file creating a process group imports (or that such a module's
+    helpers call) are summarised, and of those only files whose text could hold a helper:
+    a large tree (torch's own: 2,481 files) has a few dozen, where summarising every file
+    would cost a good part of the scan."""
+
+    def __init__(self) -> None:
+        self.wanted: dict[str, set[str] | None] = {}  # module -> names imported from it (None: the module)
+        self.candidates: list[str] = []  # every Python file (read again in build() only if wanted)
+
+    def add(self, path: str, data: bytes) -> None:
+        if not path.endswith((".py", ".pyw")):
+            return
+        if b"init_process_group" in data:
+            self._imports(path, data)
+        self.candidates.append(path)
+
+    def _imports(self, path: str, data: bytes) -> None:
+        """The modules (and names) a file imports at its top: the code before its first
+        top-level ``def``/``class`` is parsed (the whole file when that piece does not parse)."""
+        cut = min((i for i in (data.find(w) for w in (b"\ndef ", b"\nclass ", b"\n@", b"\nasync def ")) if i >= 0),
+                  default=len(data))
+        tree = None
+        for piece in (data[:cut], data) if cut < len(data) else (data,):
+            text = _text(piece)
+            try:
+                tree = ast.parse(text) if text is not None else None
+                break
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+        if tree is None:
+            return
+        mod, is_pkg = module_name(path), os.path.basename(path) == "__init__.py"
+        todo: list[ast.stmt] = list(tree.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.If, ast.Try)):  # try: import x / if TYPE_CHECKING: ...
+                todo += [*node.body, *node.orelse, *(getattr(node, "finalbody", [])),
+                         *(s for h in getattr(node, "handlers", []) for s in h.body)]
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.wanted[alias.name] = None
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute(mod, is_pkg, "." * node.level + (node.module or ""))
+                names = self.wanted.setdefault(base, set())
+                for alias in node.names:
+                    if names is not None:
+                        names.add(alias.name)
+                    self.wanted[f"{base}.{alias.name}"] = None  # the name may be a module
+
+    def _named(self, module: str, tails: set[str]) -> bool:
+        """Some file creating a group imports ``module`` (or its tail: a tree scanned without its
+        top package), or a name from a package above it (a re-export, checked in ``_want``)."""
+        if module == "torch" or module.startswith("torch.") or not module:
+            return False  # torch's own functions are judged by the rules, never as a project's helper
+        parts = module.split(".")
+        return (module in tails or any(".".join(parts[k:]) in self.wanted for k in range(len(parts)))
+                or any(self.wanted.get(".".join(parts[:k])) for k in range(1, len(parts))))
+
+    def _want(self, module: str, data: bytes, tails: set[str]) -> bool:
+        """Whether to summarise ``module`` (it passed ``_named``), given its bytes."""
+        if b"def " not in data or not any(w.encode() in data for w in _WORDS):
+            return False
+        parts = module.split(".")
+        names: set[str] = set()
+        if module in self.wanted:
+            got = self.wanted[module]
+            if got is None:
+                return True  # import m: any of its functions
+            names |= got
+        elif module in tails or any(".".join(parts[k:]) in self.wanted for k in range(1, len(parts))):
+            return True  # a tree scanned without its top package: the names are not matched up
+        for k in range(1, len(parts)):  # from pkg import f, where pkg re-exports f from this module
+            names |= self.wanted.get(".".join(parts[:k])) or set()
+        return any(b"def " + n.encode() + b"(" in data for n in names)
+
+    def build(self, read: Callable[[str], bytes | None]) -> Helpers:
+        table: dict[str, Helper] = {}
+        todo, done = list(self.candidates), set()
+        for _ in range(3):  # the wanted modules, then the modules their helpers call
+            tails = {".".join(k.split(".")[i:]) for k in self.wanted for i in range(1, k.count(".") + 1)}
+            for path in todo:
+                module = module_name(path)
+                if not self._named(module, tails):
+                    continue
+                data = read(path)
+                text = _text(data) if data is not None else None
+                if text is not None and data is not None and self._want(module, data, tails):
+                    table.update(summarize(text, path))
+                    done.add(path)
+            called = {t.split(":", 1)[1].rpartition(".")[0] for h in table.values()
+                      for t in (*h.returns, *h.sets) if t.startswith(("call:", "pick:"))}
+            fresh = called - self.wanted.keys()
+            if not fresh:
+                break
+            self.wanted.update(dict.fromkeys(fresh))
+            todo = [p for p in self.candidates if p not in done]
+        return Helpers(table)
