@@ -75,12 +75,23 @@ class _Layout:
         return words
 
     def wrap(self, runs: list[tuple[str, str]], width: int, first: str = "", rest: str = "") -> list[str]:
-        """Greedy wrap on the visible width; a word longer than a line gets a line of its own."""
+        """Greedy wrap on the visible width; a word longer than a line (a header path in code)
+        is folded over lines of its own, after a ``/`` where one falls in the line."""
         lines: list[str] = []
         line: _Word = []
         used, lead = 0, first
         for word in self.words(runs):
             size = sum(len(t) for t, _ in word)
+            room = width - len(rest)
+            if size > room > 10:
+                if used:
+                    lines.append(lead + self.styled(line))
+                    line, used, lead = [], 0, rest
+                while size > width - len(lead):
+                    head, word = _cut(word, width - len(lead))
+                    lines.append(lead + self.styled(head))
+                    lead = rest
+                    size = sum(len(t) for t, _ in word)
             if used and len(lead) + used + 1 + size > width:
                 lines.append(lead + self.styled(line))
                 line, used, lead = [], 0, rest
@@ -191,3 +202,22 @@ def render_markdown(text: str, width: int, color: bool) -> str:
     """``text`` laid out for a terminal ``width`` columns wide."""
     layout = _Layout(max(width, 20), color)
     return "\n".join(layout.blocks(SyntaxTreeNode(_PARSER.parse(text)), layout.width)) + "\n"
+
+
+def _cut(word: _Word, limit: int) -> tuple[_Word, _Word]:
+    """``word`` split at most ``limit`` visible characters in, after the last ``/`` there if any."""
+    text = "".join(t for t, _ in word)
+    at = text.rfind("/", 0, limit) + 1 or limit
+    head: _Word = []
+    tail: _Word = []
+    pos = 0
+    for t, sgr in word:
+        if pos + len(t) <= at:
+            head.append((t, sgr))
+        elif pos >= at:
+            tail.append((t, sgr))
+        else:
+            head.append((t[: at - pos], sgr))
+            tail.append((t[at - pos:], sgr))
+        pos += len(t)
+    return head, tail
