@@ -1,7 +1,7 @@
 """What every data-only case promises beyond its own expectations:
 
 - the report's fix label is what ``--write`` applies: a finding labelled ``[*]`` is applied by
-  ``--write``, one labelled ``[*]`` or ``[unsafe-fix]`` by ``--write --unsafe-fixes``, nothing
+  ``--write``, one labelled ``[*]`` or unsafe (a hidden fix) by ``--write --unsafe-fixes``, nothing
   else is; an applied finding keeps its position in the file as given (in every mode);
 - a fix never adds a pyflakes error: ruff's ``F`` rules, run once over every Python case's
   input and output (and the code cells of every notebook case), find no code in an output
@@ -43,7 +43,7 @@ def _check_labels(run, given: Options) -> None:  # type: ignore[no-untyped-def]
     labelled_any = _keys(report, {FixKind.SAFE, FixKind.UNSAFE})
     assert _keys(safe, applied=True) == labelled_safe, "--write applies what the report labels [*]"
     assert _keys(unsafe, applied=True) == labelled_any, \
-        "--write --unsafe-fixes applies what the report labels [*] or [unsafe-fix]"
+        "--write --unsafe-fixes applies what the report labels [*] or unsafe"
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -161,7 +161,7 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
     """Run every selected NCX1xx rule over ``source``; never raises on bad input.
 
     The findings of the first pass are the report: their labels say what ``--write`` (``[*]``)
-    and ``--write --unsafe-fixes`` (also ``[unsafe-fix]``) apply, and an applied finding keeps its
+    and ``--write --unsafe-fixes`` (also the unsafe ones) apply, and an applied finding keeps its
     position in ``source`` in every mode.  When fixes are applied the result is re-checked (as
     ruff does) until nothing changes, but a later pass applies only the fixes the first one
     promised (same rule, same line of ``source``, same label): one whose edit had to wait for
