@@ -52,7 +52,7 @@ def test_a_notebook_of_many_cells_is_mapped_in_linear_time(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)["findings"]
     assert len(findings) == 15 and all(f["applied"] for f in findings)
-    assert [f["message"].split(":")[0] for f in findings] == [f"cell {n}, line 3" for n in range(1, 1501, 100)]
+    assert [(f["cell"]["number"], f["cell"]["line"]) for f in findings] == [(n, 3) for n in range(1, 1501, 100)]
     cells = json.loads(nb.read_text())["cells"]
     assert "nccl2" in "".join(cells[0]["source"]) and "nccl2" not in "".join(cells[1]["source"])
 

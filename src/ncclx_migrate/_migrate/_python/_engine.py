@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from .._cited import recite
+from .._explains import explains_only
 from .._lines import line_map
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._nesting import too_deep
@@ -327,8 +328,20 @@ class _Apply(cst.CSTTransformer):
         # separates from it); they go to the next statement (_kept_head).
         self.carry: list[cst.EmptyLine] = []
         self.carry_to: dict[int, list[cst.EmptyLine]] = {}
+        # The comment right above a removed statement, kept only if the next statement follows
+        # it directly (then the comment heads what stays; _explains).
+        self.orphans: list[cst.EmptyLine] = []
+        self.removed = ""
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.orphans and isinstance(node, cst.BaseStatement):
+            lines = getattr(node, "leading_lines", ())
+            if not (lines and lines[0].comment is None):  # it follows the removed one directly
+                following = cst.Module([]).code_for_node(node).strip().split("\n", 1)[0]
+                comment = "\n".join(el.comment.value for el in self.orphans if el.comment)
+                if not explains_only(comment, self.removed, following):
+                    self.carry = [*self.carry, *self.orphans]
+            self.orphans = []
         if self.carry and isinstance(node, cst.BaseStatement):
             self.carry_to[id(node)], self.carry = self.carry, []
         return super().on_visit(node)
@@ -342,7 +355,10 @@ class _Apply(cst.CSTTransformer):
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             carried = self.carry_to.pop(id(original_node), [])
             if isinstance(result, cst.RemovalSentinel):
-                self.carry = _joined(carried, _kept_head(original_node.leading_lines))
+                kept = _kept_head(original_node.leading_lines)
+                self.carry = _joined(carried, kept)
+                self.orphans = [el for el in original_node.leading_lines if el.comment is not None and el not in kept]
+                self.removed = cst.Module([]).code_for_node(original_node.with_changes(leading_lines=[]))
             elif carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 if any(el.comment is not None for el in carried):
                     result = result.with_changes(leading_lines=_joined(carried, result.leading_lines))
@@ -378,6 +394,7 @@ class _Apply(cst.CSTTransformer):
         return updated_node
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        self.orphans = []  # the removed statement ended its block: its comment went with it
         if not updated_node.body:
             return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
         return updated_node
