@@ -1,8 +1,11 @@
 """Shared test helpers: run the installed `ncclx` command (in a pipe or on a terminal), find the
-other torch venvs."""
+other torch venvs, run an expensive set-up once per session across pytest-xdist workers; the
+markers each test folder implies."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import pty
 import select
@@ -10,8 +13,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,6 +137,23 @@ def torch_python(release: str) -> str:
     return other_python(var)
 
 
+def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """``make(folder)`` once per test session, across all pytest-xdist workers: the first worker
+    to ask runs it under a file lock while the others wait, then every caller gets ``folder`` and
+    the (JSON) result.  For set-ups that start torch processes (a gloo job, a torch probe)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "once"
+    root.mkdir(exist_ok=True)
+    folder = root / name.replace(os.sep, "_")
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = Path(f"{folder}.json")
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(make(folder)))
+        return folder, json.loads(done.read_text())
+
+
 def has_cuda() -> bool:
     try:
         import torch
@@ -140,10 +162,34 @@ def has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+# Fixtures that start torch processes: a test using one is `slow` wherever it lives, so
+# `scripts/test.sh --quick` (-m "not slow and not browser") leaves it out.
+SLOW_FIXTURES = frozenset({"scenario", "probe", "user_script"})
+QUICK_LIMIT_S = 5.0  # a test not marked `slow` that takes longer is named at the end of the run
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     if has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu-tests.sh on one)")
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # not item.keywords: that also holds directory names
             item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the tests outside `slow` that took long: they belong in `slow` (or need a faster
+    wait), or `scripts/test.sh --quick` stops being quick."""
+    late = sorted(
+        ((r.duration, r.nodeid) for r in terminalreporter.stats.get("passed", [])
+         if r.when == "call" and r.duration > QUICK_LIMIT_S
+         and not {"slow", "browser"} & set(r.keywords)),
+        reverse=True,
+    )
+    if late:
+        terminalreporter.section("slow tests not marked slow")
+        for duration, nodeid in late:
+            terminalreporter.line(f"{duration:6.1f}s {nodeid}: mark it `slow` or make it faster")
