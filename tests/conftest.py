@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import pty
+import resource
 import select
 import shutil
 import subprocess
@@ -165,7 +166,11 @@ def has_cuda() -> bool:
 # Fixtures that start torch processes: a test using one is `slow` wherever it lives, so
 # `scripts/test.sh --quick` (-m "not slow and not browser") leaves it out.
 SLOW_FIXTURES = frozenset({"scenario", "probe", "user_script"})
-QUICK_LIMIT_S = 5.0  # a test not marked `slow` that takes longer is named at the end of the run
+# A test outside `slow` whose own and child processes' CPU time passes this is named at the
+# end of the run (starting torch costs about 2.7 CPU seconds here; an `ncclx` command well
+# under one).
+# CPU time, not wall time: it reads the same on an idle machine and a loaded one.
+QUICK_CPU_S = 2.5
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -180,16 +185,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def _cpu_s() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    start = _cpu_s()
+    try:
+        return (yield)
+    finally:  # the processes a test started and waited for count; pytest-xdist forwards this
+        item.user_properties.append(("cpu_s", round(_cpu_s() - start, 2)))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Name the tests outside `slow` that took long: they belong in `slow` (or need a faster
-    wait), or `scripts/test.sh --quick` stops being quick."""
-    late = sorted(
-        ((r.duration, r.nodeid) for r in terminalreporter.stats.get("passed", [])
-         if r.when == "call" and r.duration > QUICK_LIMIT_S
+    """Name the tests outside `slow` that cost seconds of CPU: they belong in `slow` (or need a
+    cheaper set-up), or `scripts/test.sh --quick` stops being quick."""
+    heavy = sorted(
+        ((dict(r.user_properties)["cpu_s"], r.nodeid) for r in terminalreporter.stats.get("passed", [])
+         if r.when == "call" and dict(r.user_properties).get("cpu_s", 0) > QUICK_CPU_S
          and not {"slow", "browser"} & set(r.keywords)),
         reverse=True,
     )
-    if late:
-        terminalreporter.section("slow tests not marked slow")
-        for duration, nodeid in late:
-            terminalreporter.line(f"{duration:6.1f}s {nodeid}: mark it `slow` or make it faster")
+    if heavy:
+        terminalreporter.section("tests outside `slow` that cost seconds of CPU")
+        for cpu, nodeid in heavy:
+            terminalreporter.line(f"{cpu:6.1f} s CPU  {nodeid}: mark it `slow` or make it cheaper")
