@@ -9,7 +9,8 @@
 # two print when done. Each run lists its 20 slowest tests. Extra arguments go to the 2.15 run.
 #
 #   scripts/test.sh --quick   the inner loop: torch 2.15 only, without the `slow` tests (they
-#                             start torch processes) and the `browser` ones; no mypy/ruff.
+#                             start torch processes), the `torch` ones (each release runs them)
+#                             and the `browser` ones; no mypy/ruff.
 #
 # NCCLX_TEST_WORKERS (default 3) sets the 2.15 run's workers; the 2.13/2.14 runs get 2 each.
 # NCCLX_SKIP_BOOTSTRAP=1 skips the venv set-up (a checkout whose venvs are links to another's).
@@ -28,18 +29,19 @@ xdist=(--dist worksteal --durations=20)
 
 if [ "$quick" = 1 ]; then
   # 3 workers: the quick tests wait on `ncclx` subprocesses more than they compute.
-  exec .venv/bin/python -m pytest -q "${xdist[@]}" -n "$workers" -m "not slow and not browser" "$@"
+  exec .venv/bin/python -m pytest -q "${xdist[@]}" -n "$workers" -m "not slow and not torch and not browser" "$@"
 fi
 
 status=0
 run() { echo "+ $*" >&2; "$@" || status=$?; }
 junit=$(mktemp -d)
-trap 'rm -rf "$junit"' EXIT
+# On an interrupt, the background runs stop too.
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$junit"' EXIT
 
 # The older releases start first, in the background, logging to files.
-other() {  # other RELEASE: the `torch` tests on .venv-RELEASE
+other() {  # other RELEASE &: the `torch` tests on .venv-RELEASE (exec: $! is pytest itself)
   local tag=${1/./}
-  ".venv-$1/bin/python" -m pytest -q -m torch -p no:cacheprovider "${xdist[@]}" -n 2 \
+  exec ".venv-$1/bin/python" -m pytest -q -m torch -p no:cacheprovider "${xdist[@]}" -n 2 \
     --junitxml="$junit/t$tag.xml" >"$junit/t$tag.log" 2>&1
 }
 other 2.13 & pid213=$!

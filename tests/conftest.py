@@ -164,7 +164,7 @@ def has_cuda() -> bool:
 
 
 # Fixtures that start torch processes: a test using one is `slow` wherever it lives, so
-# `scripts/test.sh --quick` (-m "not slow and not browser") leaves it out.
+# `scripts/test.sh --quick` (-m "not slow and not torch and not browser") leaves it out.
 SLOW_FIXTURES = frozenset({"scenario", "probe", "user_script"})
 # A test outside `slow` whose own and child processes' CPU time passes this is named at the
 # end of the run (starting torch costs about 2.7 CPU seconds here; an `ncclx` command well
@@ -200,15 +200,15 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Name the tests outside `slow` that cost seconds of CPU: they belong in `slow` (or need a
+    """Name the tests `--quick` runs that cost seconds of CPU: they belong in `slow` (or need a
     cheaper set-up), or `scripts/test.sh --quick` stops being quick."""
     heavy = sorted(
         ((dict(r.user_properties)["cpu_s"], r.nodeid) for r in terminalreporter.stats.get("passed", [])
          if r.when == "call" and dict(r.user_properties).get("cpu_s", 0) > QUICK_CPU_S
-         and not {"slow", "browser"} & set(r.keywords)),
+         and not {"slow", "torch", "browser"} & set(r.keywords)),
         reverse=True,
     )
     if heavy:
-        terminalreporter.section("tests outside `slow` that cost seconds of CPU")
+        terminalreporter.section("tests scripts/test.sh --quick runs that cost seconds of CPU")
         for cpu, nodeid in heavy:
             terminalreporter.line(f"{cpu:6.1f} s CPU  {nodeid}: mark it `slow` or make it cheaper")

@@ -38,6 +38,7 @@ from tests.conftest import ROOT, once, other_python, run_ncclx, torch_python
 
 DOC = ROOT / "docs" / "torch-versions.md"
 RELEASES = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
+pytestmark = pytest.mark.slow  # starts the torch of every release
 
 
 def _env() -> dict[str, str]:
