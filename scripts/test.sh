@@ -3,24 +3,62 @@
 #   1. mypy --strict on src/ and ruff,
 #   2. pytest on torch 2.15.0 (everything; `gpu` tests skip without CUDA),
 #   3. the tests marked `torch` again on torch 2.13.0 and on torch 2.14.1,
-# and ends with one line totalling the three pytest runs. Extra arguments go to the first pytest run.
+# and ends with one line totalling the three pytest runs. The three runs go at once, each over
+# pytest-xdist workers (worksteal: a few tests take far longer than the rest): most of their
+# time is spent waiting on torch subprocesses, not computing. 2.15's output streams; the other
+# two print when done. Each run lists its 20 slowest tests. Extra arguments go to the 2.15 run.
+#
+#   scripts/test.sh --quick   the inner loop: torch 2.15 only, without the `slow` tests (they
+#                             start torch processes), the `torch` ones (each release runs them)
+#                             and the `browser` ones; no mypy/ruff.
+#
+# NCCLX_TEST_WORKERS (default 3) sets the 2.15 run's workers; the 2.13/2.14 runs get 2 each.
+# NCCLX_SKIP_BOOTSTRAP=1 skips the venv set-up (a checkout whose venvs are links to another's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh all
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+if [ -z "${NCCLX_SKIP_BOOTSTRAP:-}" ]; then
+  if [ "$quick" = 1 ]; then scripts/bootstrap.sh main; else scripts/bootstrap.sh all; fi
+fi
 export NCCLX_TEST_PY213="$PWD/.venv-2.13/bin/python"
 export NCCLX_TEST_PY214="$PWD/.venv-2.14/bin/python"
 export NCCLX_TEST_PY_NOTORCH="$PWD/.venv-notorch/bin/python"
+workers=${NCCLX_TEST_WORKERS:-3}
+xdist=(--dist worksteal --durations=20)
+
+if [ "$quick" = 1 ]; then
+  # 3 workers: the quick tests wait on `ncclx` subprocesses more than they compute.
+  exec .venv/bin/python -m pytest -q "${xdist[@]}" -n "$workers" -m "not slow and not torch and not browser" "$@"
+fi
+
 status=0
 run() { echo "+ $*" >&2; "$@" || status=$?; }
 junit=$(mktemp -d)
+# On an interrupt, the background runs stop too.
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$junit"' EXIT
+
+# The older releases start first, in the background, logging to files.
+other() {  # other RELEASE &: the `torch` tests on .venv-RELEASE (exec: $! is pytest itself)
+  local tag=${1/./}
+  exec ".venv-$1/bin/python" -m pytest -q -m torch -p no:cacheprovider "${xdist[@]}" -n 2 \
+    --junitxml="$junit/t$tag.xml" >"$junit/t$tag.log" 2>&1
+}
+other 2.13 & pid213=$!
+other 2.14 & pid214=$!
 
 run .venv/bin/python -m mypy src
 lint_paths=(src tests); [ -d benchmarks ] && lint_paths+=(benchmarks)
 run .venv/bin/python -m ruff check "${lint_paths[@]}"
 # pytest exits 5 when it collected nothing: that is a failure here, not a pass.
-run .venv/bin/python -m pytest -q --junitxml="$junit/t215.xml" "$@"
-run .venv-2.13/bin/python -m pytest -q -m torch -p no:cacheprovider --junitxml="$junit/t213.xml"
-run .venv-2.14/bin/python -m pytest -q -m torch -p no:cacheprovider --junitxml="$junit/t214.xml"
+run .venv/bin/python -m pytest -q "${xdist[@]}" -n "$workers" --junitxml="$junit/t215.xml" "$@"
+for release in 2.13 2.14; do
+  pid=pid${release/./}
+  rc=0; wait "${!pid}" || rc=$?
+  echo "+ .venv-$release/bin/python -m pytest -q -m torch (exit $rc):" >&2
+  cat "$junit/t${release/./}.log"
+  [ "$rc" = 0 ] || status=$rc
+done
 .venv/bin/python - "$junit"/*.xml <<'PY'
 import sys, xml.etree.ElementTree as ET
 t = f = s = 0

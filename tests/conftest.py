@@ -1,17 +1,23 @@
 """Shared test helpers: run the installed `ncclx` command (in a pipe or on a terminal), find the
-other torch venvs."""
+other torch venvs, run an expensive set-up once per session across pytest-xdist workers; the
+markers each test folder implies."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import pty
+import resource
 import select
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,6 +138,23 @@ def torch_python(release: str) -> str:
     return other_python(var)
 
 
+def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """``make(folder)`` once per test session, across all pytest-xdist workers: the first worker
+    to ask runs it under a file lock while the others wait, then every caller gets ``folder`` and
+    the (JSON) result.  For set-ups that start torch processes (a gloo job, a torch probe)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "once"
+    root.mkdir(exist_ok=True)
+    folder = root / name.replace(os.sep, "_")
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = Path(f"{folder}.json")
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(make(folder)))
+        return folder, json.loads(done.read_text())
+
+
 def has_cuda() -> bool:
     try:
         import torch
@@ -140,10 +163,52 @@ def has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+# Fixtures that start torch processes: a test using one is `slow` wherever it lives, so
+# `scripts/test.sh --quick` (-m "not slow and not torch and not browser") leaves it out.
+SLOW_FIXTURES = frozenset({"scenario", "probe", "user_script"})
+# A test outside `slow` whose own and child processes' CPU time passes this is named at the
+# end of the run (starting torch costs about 2.7 CPU seconds here; an `ncclx` command well
+# under one).
+# CPU time, not wall time: it reads the same on an idle machine and a loaded one.
+QUICK_CPU_S = 2.5
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     if has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu-tests.sh on one)")
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # not item.keywords: that also holds directory names
             item.add_marker(skip)
+
+
+def _cpu_s() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    start = _cpu_s()
+    try:
+        return (yield)
+    finally:  # the processes a test started and waited for count; pytest-xdist forwards this
+        item.user_properties.append(("cpu_s", round(_cpu_s() - start, 2)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the tests `--quick` runs that cost seconds of CPU: they belong in `slow` (or need a
+    cheaper set-up), or `scripts/test.sh --quick` stops being quick."""
+    heavy = sorted(
+        ((dict(r.user_properties)["cpu_s"], r.nodeid) for r in terminalreporter.stats.get("passed", [])
+         if r.when == "call" and dict(r.user_properties).get("cpu_s", 0) > QUICK_CPU_S
+         and not {"slow", "torch", "browser"} & set(r.keywords)),
+        reverse=True,
+    )
+    if heavy:
+        terminalreporter.section("tests scripts/test.sh --quick runs that cost seconds of CPU")
+        for cpu, nodeid in heavy:
+            terminalreporter.line(f"{cpu:6.1f} s CPU  {nodeid}: mark it `slow` or make it cheaper")

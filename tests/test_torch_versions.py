@@ -9,11 +9,11 @@ code nor the doc can drift from what torch does.  Regenerate the doc with
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,10 +34,11 @@ from ncclx_migrate._torchfacts import (
     USE_NCCL2_RETURNS,
     default_timeout_minutes,
 )
-from tests.conftest import ROOT, other_python, run_ncclx, torch_python
+from tests.conftest import ROOT, once, other_python, run_ncclx, torch_python
 
 DOC = ROOT / "docs" / "torch-versions.md"
 RELEASES = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
+pytestmark = pytest.mark.slow  # starts the torch of every release
 
 
 def _env() -> dict[str, str]:
@@ -46,8 +47,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-@functools.cache
-def probe(python: str) -> dict[str, object]:
+def _measure(python: str) -> dict[str, object]:
     proc = subprocess.run([python, str(ROOT / "tests" / "torch_probe.py")], capture_output=True,
                           text=True, env=_env(), timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -55,8 +55,20 @@ def probe(python: str) -> dict[str, object]:
     return facts
 
 
+@pytest.fixture(scope="session")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, object]]:
+    """``probe(python)``: the facts tests/torch_probe.py measures there, once per session."""
+
+    def get(python: str) -> dict[str, object]:
+        facts: dict[str, object] = once(tmp_path_factory, f"torch-probe-{python}",
+                                        lambda _: _measure(python))[1]
+        return facts
+
+    return get
+
+
 @RELEASES
-def test_each_fact_is_what_this_release_does(release: str) -> None:
+def test_each_fact_is_what_this_release_does(release: str, probe: Callable[[str], dict[str, object]]) -> None:
     got = probe(torch_python(release))
     assert got["release"] == release
     assert got["nccl"] == NCCL_BUILDS[release]
@@ -72,7 +84,9 @@ def test_each_fact_is_what_this_release_does(release: str) -> None:
 
 @RELEASES
 @pytest.mark.parametrize("backend", ["nccl", "nccl2", "nccl-legacy", "cpu:gloo,cuda:nccl-lazy"])
-def test_default_timeout_check_says_what_torch_gives(release: str, backend: str) -> None:
+def test_default_timeout_check_says_what_torch_gives(
+    release: str, backend: str, probe: Callable[[str], dict[str, object]]
+) -> None:
     python = torch_python(release)
     name = backend.rpartition(":")[2]
     proc = run_ncclx("doctor", "--level", "static", "--json", "--check", "default-timeout",

@@ -93,9 +93,11 @@ def line_of(script: Script, marker: str) -> int:
 
 
 def run_ranks(
-    script: Script, world: int, env: dict[str, str] | None = None, timeout: float = 90
+    script: Script, world: int, env: dict[str, str] | None = None, timeout: float = 180
 ) -> list[dict[str, object]]:
-    """Run ``world`` copies of ``script`` (argv: rank world port); each prints one JSON line."""
+    """Run ``world`` copies of ``script`` (argv: rank world port); each prints one JSON line.
+    ``timeout`` only catches a hang (a passing run ends when its ranks exit): 90 s was hit by
+    ranks still importing torch when three test runs shared 2 busy cores."""
     port = free_port()
     procs = [
         subprocess.Popen(

@@ -121,16 +121,23 @@ def test_the_fr_buffer_claim_holds_on_this_torch(value: str) -> None:
     """The doctor fails a non-integer buffer size because torch really dies at init."""
     report = doctor_json("--check", "flight-recorder", env={"TORCH_FR_BUFFER_SIZE": value})
     assert check(report, "flight-recorder")["status"] == "fail"
-    code = ("import sys, torch.distributed as d;"
+    code = ("import sys, torch.distributed as d; print('imported', flush=True);"
             f"d.init_process_group('gloo', init_method='tcp://127.0.0.1:{_free_port()}', rank=0, world_size=1);"
             "print('initialised')")
     env = {**os.environ, "TORCH_FR_BUFFER_SIZE": value}
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return  # a hang is a failure of the job too
+    with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as proc:
+        assert proc.stdout is not None
+        # The clock starts once torch is imported (tens of seconds on a busy machine), so a
+        # hang is told from a slow start without waiting out one long timeout.
+        assert proc.stdout.readline() == "imported\n"
+        try:
+            out, _ = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return  # a hang is a failure of the job too
     assert proc.returncode != 0
-    assert "initialised" not in proc.stdout
+    assert "initialised" not in out
 
 
 @pytest.mark.gpu

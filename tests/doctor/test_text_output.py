@@ -63,6 +63,7 @@ def test_one_bullet_per_problem_each_with_its_fix_under_it() -> None:
     assert text.index("does not exist") < text.index("disables the flight recorder")  # failures first
 
 
+@pytest.mark.slow
 def test_on_a_terminal_the_probe_says_what_it_is_doing_and_checks_print_as_they_complete() -> None:
     raw = on_a_terminal("doctor", "--level", "probe", "--check", "torch-version", "--check", "probe",
                         env={"NO_COLOR": "1", "COLUMNS": "100"}).terminal
@@ -76,12 +77,14 @@ def test_on_a_terminal_the_probe_says_what_it_is_doing_and_checks_print_as_they_
     assert "\x1b[" not in raw  # NO_COLOR: no escape sequences at all
 
 
+@pytest.mark.slow
 def test_no_progress_lines_in_json_even_on_a_terminal() -> None:
     raw = on_a_terminal("doctor", "--check", "torch-version", "--json").terminal
     assert "importing torch..." not in raw and "torch-version..." not in raw
     assert json.loads(raw.replace("\r\n", "\n"))["checks"][0]["id"] == "torch-version"
 
 
+@pytest.mark.slow
 def test_no_progress_lines_in_a_pipe() -> None:
     # The same run on a terminal shows "importing torch..." and "torch-version..." while it works.
     assert "torch-version..." in on_a_terminal("doctor", "--check", "torch-version", env={"NO_COLOR": "1"}).terminal
@@ -90,6 +93,7 @@ def test_no_progress_lines_in_a_pipe() -> None:
     assert any(MARK.match(line) for line in proc.stdout.splitlines())
 
 
+@pytest.mark.slow
 def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> None:
     # A real straggler: rank 1 starts 3 s late (a sitecustomize on its PYTHONPATH), so rank 0's
     # 0.05 s rendezvous runs out every time (a bare tiny --timeout alone can still pass when idle).
@@ -106,6 +110,7 @@ def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> Non
     assert "127.0.0.1" not in probe["remedy"]
 
 
+@pytest.mark.slow
 def test_probe_without_a_gpu_says_so() -> None:
     import torch
 
@@ -115,6 +120,7 @@ def test_probe_without_a_gpu_says_so() -> None:
     assert probe["remedy"].startswith('"nccl" needs a GPU (none here, see gpu-binding)')
 
 
+@pytest.mark.slow
 def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it() -> None:
     import torch
 
@@ -231,6 +237,7 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
     assert "- 1017 more distinct results on 1017 more ranks/reports (--format json lists them)" in text
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_cluster_gather_shows_how_many_ranks_it_has_on_a_terminal() -> None:
     import socket

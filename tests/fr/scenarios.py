@@ -64,12 +64,12 @@ def run_scenario(
     start = time.monotonic()
     for p in procs:
         try:
-            out, _ = p.communicate(timeout=45)
+            out, _ = p.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
             out, _ = p.communicate()
-            out += "\n<killed after 45 s>"
+            out += "\n<killed after 120 s>"
         outputs.append(out + f"\n<exit {p.returncode} after {time.monotonic() - start:.1f} s>")
         codes.append(p.returncode)
     return Run(folder, outputs, codes)

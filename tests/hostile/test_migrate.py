@@ -76,6 +76,7 @@ def test_a_file_that_would_crash_the_parser_is_an_error_and_the_rest_is_done(tmp
     assert all((tmp_path / f"m{i:02}.py").read_text() == FIXED for i in range(20))
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_no_file_and_no_report(tmp_path: Path) -> None:
     # What the OOM killer does to a worker on a big file: the pool must not break.
     _tree(tmp_path, 30)
@@ -248,6 +249,7 @@ def test_kill_9_of_the_parent_leaves_no_worker_and_no_half_file(tmp_path: Path) 
     assert True in states  # killed mid-run: some files were still old
 
 
+@pytest.mark.slow
 def test_workers_that_keep_dying_cost_only_their_files(tmp_path: Path) -> None:
     # Every worker is killed as soon as it appears (for a while): the files they held end as
     # one-line errors after a second try alone; every file is still in the report.

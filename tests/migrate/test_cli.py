@@ -202,6 +202,7 @@ def test_suppression_select_ignore(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "matches no rule code" in bad.stderr
 
 
+@pytest.mark.slow
 def test_target_torch_flag_and_detection(tmp_path: Path) -> None:
     tree(tmp_path, {"a.py": 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "1"\n'})
     assert run_ncclx("migrate", "--target-torch", "2.14", ".", cwd=tmp_path).returncode == 0

@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from ncclx_migrate._migrate._cli import migrate
@@ -66,6 +67,7 @@ def _example_findings() -> list[dict[str, object]]:
     return findings
 
 
+@pytest.mark.slow
 def test_every_message_is_one_short_sentence_with_the_why_in_detail() -> None:
     found = _fixture_findings()
     messages = [f.message for f in found] + [str(f["message"]) for f in _example_findings()]

@@ -105,6 +105,7 @@ def _each(project: Path, *args: str) -> list[dict]:  # type: ignore[type-arg]
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_write_matches_the_fixtures_and_is_idempotent(project: Path, unsafe: bool) -> None:
     args = ["migrate", "--write", "-q", "--format", "json", *(["--unsafe-fixes"] if unsafe else [])]
@@ -177,6 +178,7 @@ def test_shell_script_from_stdin() -> None:
     assert proc.stdout == "echo ok\n", proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_findings_left_after_write_point_into_the_written_file(project: Path, unsafe: bool) -> None:
     """Each finding that --write leaves points at the same text in the written file as the
@@ -215,6 +217,7 @@ def test_diff_reports_what_write_would_leave(project: Path, tmp_path_factory: py
         assert (project / rel).read_bytes() == (copy / rel).read_bytes(), rel
 
 
+@pytest.mark.slow
 def test_shared_names_across_kinds(project: Path) -> None:
     """One run over the whole tree: a deprecated name that two files set (the launch script,
     the Dockerfile, the k8s job, .env ...) gets no safe add anywhere, and says why."""
