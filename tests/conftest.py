@@ -21,6 +21,9 @@ from typing import Any
 
 import pytest
 
+# Data-only cases are inputs, not tests (a multi-file case may hold tests/test_*.py of its own).
+collect_ignore = ["fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
