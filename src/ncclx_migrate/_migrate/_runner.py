@@ -119,10 +119,9 @@ def _is_python(path: str) -> bool:
 
 def _needs_parse(text: str, options: Options) -> bool:
     """Does some selected rule's text test match (so that the codemod parses ``text``)?"""
-    from ._model import is_selected
-    from ._python._engine import _prechecked, python_codes
+    from ._python._engine import active_codes
 
-    return bool(_prechecked(text, {c for c in python_codes() if is_selected(c, options)}))
+    return bool(active_codes(text, options))
 
 
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
@@ -233,7 +232,7 @@ class _Read:
     """What was read: the bytes' digest and the file's status then (see :func:`_unchanged`)."""
 
     stat: os.stat_result
-    digest: bytes
+    digest: bytes  # only a writing run compares it; empty otherwise (no hash of every file read)
 
 
 def _read_file(path: str, mode: Mode) -> tuple[bytes, _Read] | Outcome:
@@ -262,7 +261,7 @@ def _read_file(path: str, mode: Mode) -> tuple[bytes, _Read] | Outcome:
             raw = fh.read()
         except OSError as exc:
             return Outcome(FileResult(path, error=f"cannot read: {exc.strerror or exc}"))
-        return raw, _Read(st, hashlib.sha256(raw).digest())
+        return raw, _Read(st, hashlib.sha256(raw).digest() if mode.write else b"")
 
 
 def _read(path: str, mode: Mode) -> bytes | None:

@@ -26,7 +26,7 @@ from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippe
 from ._text import Edit, LineIndex, apply_edits
 
 __all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "cast_operand",
-           "may_match", "scan_cpp"]
+           "may_match", "scan_cpp", "scan_edit"]
 
 CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_pointer_cast"})
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
@@ -286,3 +286,7 @@ def scan_cpp(path: str, text: str, options: Options) -> FileResult:
         return FileResult(path, error=error)
     return scan.result(list(hits(scan)))
 
+
+def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
+    """Replace node ``n`` of ``scan``'s file with ``new`` (byte offsets to text offsets)."""
+    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)

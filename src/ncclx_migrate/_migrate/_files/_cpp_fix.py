@@ -26,7 +26,7 @@ import re
 
 from tree_sitter import Node
 
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand, scan_edit
 from ._cpp_names import Kind, text_of
 from ._cpp_parse import walk
 from ._text import Edit
@@ -77,20 +77,20 @@ def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
         arg = f"{var}.get()" if cast.fn == "dynamic_pointer_cast" else var
         ty = decl.child_by_field_name("type")
         if ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY:
-            edits.append(_edit(scan, ty, "auto"))
-        edits.append(_edit(scan, cast.node, text_of(operand)))
-        edits += [_edit(scan, c, f"{'' if pos else '!'}ncclx::is_nccl({arg})") for c, pos in checks]
-        edits += [_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]
+            edits.append(scan_edit(scan, ty, "auto"))
+        edits.append(scan_edit(scan, cast.node, text_of(operand)))
+        edits += [scan_edit(scan, c, f"{'' if pos else '!'}ncclx::is_nccl({arg})") for c, pos in checks]
+        edits += [scan_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]
         return edits, SHIM_INCLUDE
     var2 = _fresh(scan, f"{var}_nccl2")
     edits.append(_branch(scan, decl, cast, var_node, var2, smart))
     for c, pos in checks:
         other = _renamed(c, var, var2)
         joined = f"{text_of(c)} {'||' if pos else '&&'} {other}"
-        edits.append(_edit(scan, c, joined if _bare(c) else f"({joined})"))
+        edits.append(scan_edit(scan, c, joined if _bare(c) else f"({joined})"))
     for c in comms:
         ternary = f"{var} ? {text_of(c)} : {_renamed(c, var, var2)}"
-        edits.append(_edit(scan, c, ternary if _bare(c) else f"({ternary})"))
+        edits.append(scan_edit(scan, c, ternary if _bare(c) else f"({ternary})"))
     return edits, GUARDED_INCLUDE
 
 
@@ -118,8 +118,8 @@ def _if_fix(scan: Scan, cast: Cast, decl: Node) -> tuple[list[Edit], str] | None
     comms = [c for c in map(_comm_use, uses) if c is not None]
     if scan.options.use_shim and len(comms) == len(uses):
         arg = f"{text_of(operand)}.get()" if cast.fn == "dynamic_pointer_cast" else text_of(operand)
-        return ([_edit(scan, decl, f"ncclx::is_nccl({arg})")]
-                + [_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]), SHIM_INCLUDE
+        return ([scan_edit(scan, decl, f"ncclx::is_nccl({arg})")]
+                + [scan_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]), SHIM_INCLUDE
     text = scan.src.text
     start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
     indent = text[text.rfind("\n", 0, start) + 1:start]
@@ -261,7 +261,3 @@ def _fresh(scan: Scan, name: str) -> str:
     while out in taken:
         out, k = f"{name}{k}", k + 1
     return out
-
-
-def _edit(scan: Scan, n: Node, new: str) -> Edit:
-    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)

@@ -22,7 +22,7 @@ import tree_sitter_cpp
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
-__all__ = ["CPP_EXTS", "INDEXED", "Source", "index", "is_cpp", "is_cuda", "named", "parse_bytes", "parse_snippet", "walk"]
+__all__ = ["INDEXED", "Source", "index", "is_cuda", "named", "parse_bytes", "parse_snippet", "walk"]
 
 # The node types the rules look at, found by one tree-sitter query (in C; a Python walk of
 # every node costs ~10x the parse).
@@ -31,16 +31,11 @@ INDEXED = ("call_expression", "cast_expression", "field_expression", "binary_exp
            "class_specifier", "struct_specifier", "preproc_def", "preproc_function_def", "preproc_include",
            "comment", "function_definition")
 
-CPP_EXTS = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")  # also _files.__init__._CPP_EXT
 _CUDA_EXTS = (".cu", ".cuh")
 
 _HAS_INCLUDE = re.compile(rb"\b__has_include(?:_next)?\s*\(\s*(<[^>\n]*>|\"[^\"\n]*\")\s*\)")
 _EXPORT = re.compile(rb"\b(?:class|struct)\s+([A-Z][A-Z0-9_]*_(?:API|EXPORT|EXPORTS|VISIBLE|VISIBILITY))"
                      rb"\s+(?=[A-Za-z_])")
-
-
-def is_cpp(path: str) -> bool:
-    return path.lower().endswith(CPP_EXTS)
 
 
 @functools.cache

@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from .._model import FixKind
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand
+from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand, scan_edit
 from ._cpp_fix import idiom_fix, pure
 from ._cpp_names import Kind, text_of
 from ._cpp_parse import walk
-from ._text import Edit
 
 __all__ = ["find_error", "hits"]
 
@@ -209,10 +208,6 @@ def _name_compares(scan: Scan) -> Iterator[Hit]:
             hit.fix = FixKind.UNSAFE
             hit.edits = [scan_edit(scan, n, new)]
         yield hit
-
-
-def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
-    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
 
 
 def _is_str(n: Node, value: str) -> bool:

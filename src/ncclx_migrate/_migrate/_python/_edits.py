@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import libcst as cst
@@ -9,7 +10,7 @@ import libcst as cst
 from ._ctx import Analyzer, Edit
 
 __all__ = [
-    "Lit", "append_element", "append_kwarg", "extend_literal", "insert_after", "line_break", "remove",
+    "Lit", "append_element", "append_kwarg", "blank_head", "extend_literal", "insert_after", "line_break", "remove",
     "remove_statement",
     "replace_with", "split_call", "string_like",
 ]
@@ -394,3 +395,14 @@ def _lit_with_close(lit: Lit, ws: cst.BaseParenthesizableWhitespace) -> Lit:
     if isinstance(lit, cst.List):
         return lit.with_changes(rbracket=lit.rbracket.with_changes(whitespace_before=ws))
     return lit.with_changes(rbrace=lit.rbrace.with_changes(whitespace_before=ws))
+
+
+def blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The blank lines before the first comment line of a statement's leading lines (the
+    comments after them explain the statement alone)."""
+    head = []
+    for el in lines:
+        if el.comment is not None:
+            break
+        head.append(el)
+    return head

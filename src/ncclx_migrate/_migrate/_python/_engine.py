@@ -28,10 +28,11 @@ from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rul
 from ._bindings import drop_clashing_fixes, unused_after
 from ._bounds import bound_fixes
 from ._ctx import Analyzer, Edit, ImportSpec, Pending
+from ._edits import blank_head
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
 
-__all__ = ["PRECHECKS", "python_codes", "transform_source"]
+__all__ = ["PRECHECKS", "active_codes", "python_codes", "transform_source"]
 
 
 def _has(*words: str) -> Callable[[str], bool]:
@@ -239,11 +240,19 @@ def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, 
     return spans
 
 
+def active_codes(source: str, options: Options) -> set[str]:
+    """The selected rules whose text test ``source`` passes (a GPU rule also where a helper of
+    the project's picks the GPU): the codemod parses ``source`` only when this is not empty."""
+    active = {c for c in python_codes() if is_selected(c, options)}
+    return _prechecked(source, active) | (active & _GPU_CODES if picks_by_helper(source, options) else set())
+
+
 def _one_pass(source: str, path: str, options: Options, precheck: bool,
               allow: Callable[[Finding], bool] = lambda f: True) -> FileResult:
-    active = {c for c in python_codes() if is_selected(c, options)}
     if precheck:
-        active = _prechecked(source, active) | (active & _GPU_CODES if picks_by_helper(source, options) else set())
+        active = active_codes(source, options)
+    else:
+        active = {c for c in python_codes() if is_selected(c, options)}
     if not active:
         return FileResult(path=path)
     deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)
@@ -310,16 +319,6 @@ def _joined(first: list[cst.EmptyLine], then: Sequence[cst.EmptyLine]) -> list[c
     return [*first, *rest]
 
 
-def _blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
-    """The blank lines before the first comment line of a statement's leading lines."""
-    head = []
-    for el in lines:
-        if el.comment is not None:
-            break
-        head.append(el)
-    return head
-
-
 class _Apply(cst.CSTTransformer):
     def __init__(self, edits: dict[int, list[Edit]]) -> None:
         super().__init__()
@@ -362,7 +361,7 @@ class _Apply(cst.CSTTransformer):
             elif carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 if any(el.comment is not None for el in carried):
                     result = result.with_changes(leading_lines=_joined(carried, result.leading_lines))
-                elif not _blank_head(result.leading_lines):
+                elif not blank_head(result.leading_lines):
                     result = result.with_changes(leading_lines=[*carried, *result.leading_lines])
         return result
 

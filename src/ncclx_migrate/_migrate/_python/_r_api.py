@@ -10,7 +10,7 @@ import libcst as cst
 from .._model import FixKind
 from ._bindings import shim_import
 from ._ctx import Analyzer, Edit, ImportSpec, Pending, on
-from ._edits import extend_literal, replace_with
+from ._edits import blank_head, extend_literal, replace_with
 from ._wrap import statement_expr, wrap_edit
 
 __all__: list[str] = []
@@ -129,7 +129,7 @@ def _classes_ref(a: Analyzer) -> tuple[str, list[tuple[cst.CSTNode, Edit]], list
     after = body[body.index(anchor) + 1] if anchor in body and body.index(anchor) + 1 < len(body) else None
     blanks = 1
     if isinstance(after, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-        blanks = min(1, len(_blank_lines(after)))
+        blanks = min(1, len(blank_head(after.leading_lines)))
     define = define.with_changes(leading_lines=[
         *[cst.EmptyLine()] * blanks,
         cst.EmptyLine(comment=cst.Comment(
@@ -537,7 +537,7 @@ def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg:
             after = [*before[gone + 1:], *rest]
             nxt = after[0]
             if isinstance(nxt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                after[0] = nxt.with_changes(leading_lines=[*_blank_lines(before[gone]), *nxt.leading_lines])
+                after[0] = nxt.with_changes(leading_lines=[*blank_head(getattr(before[gone], "leading_lines", ())), *nxt.leading_lines])
             return u.with_changes(body=[*before[:gone], *after])
         return u.with_changes(body=[*before, *rest])
 
@@ -545,16 +545,6 @@ def _coalescing(a: Analyzer, node: cst.Attribute, recv: cst.BaseExpression, msg:
              detail=msg + " Rewritten to ncclx_migrate.backend.coalescing (torch's _coalescing_manager: "
              "the block waits for the batch on exit and takes one kind of collective).")
     return True
-
-
-def _blank_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
-    """The blank lines that open a statement's leading lines (its comments explain it alone)."""
-    out: list[cst.EmptyLine] = []
-    for el in getattr(stmt, "leading_lines", ()):
-        if el.comment is not None:
-            break
-        out.append(el)
-    return out
 
 
 def _only_backend_binding(a: Analyzer, recv: cst.BaseExpression, before: list[cst.BaseStatement]) -> int | None:
