@@ -96,6 +96,7 @@ def _call(extension: Path, backend: str, device: str, env: dict[str, str] | None
     return result
 
 
+@pytest.mark.slow  # builds a real extension with g++ (a minute of CPU)
 def test_extension_says_a_gloo_backend_is_not_nccl(extension: Path) -> None:
     got = _call(extension, "gloo", "cpu")
     assert got["type"] == "ProcessGroupGloo" and got["sum"] == 2.0
@@ -122,6 +123,7 @@ def test_gpu_extension_on_a_legacy_nccl_group(extension: Path) -> None:
         assert isinstance(nccl2["comm_ptr"], int) and nccl2["comm_ptr"] != 0
 
 
+@pytest.mark.slow  # builds a real extension with g++ (a minute of CPU)
 def test_doctor_sees_that_an_extension_built_with_the_header_knows_nccl2(extension: Path) -> None:
     """The built .so names both classes' typeinfo (its dynamic_casts), so compiled-extensions
     does not flag it."""

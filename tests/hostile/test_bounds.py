@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, ncclx_exe
 
 from .conftest import run_bounded, run_python_bounded
@@ -44,6 +46,7 @@ def test_a_python_file_past_the_parse_limit_is_refused_at_once(tmp_path: Path) -
     assert "raise it with --max-file-size MB" in errors["big.py"]
 
 
+@pytest.mark.slow  # 12 s of CPU
 def test_a_notebook_of_many_cells_is_mapped_in_linear_time(tmp_path: Path) -> None:
     # 1,500 cells, 15 with a fix: a diff of the whole notebook took minutes (quadratic).
     nb = tmp_path / "big.ipynb"

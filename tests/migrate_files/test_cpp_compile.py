@@ -20,7 +20,7 @@ from tests import cxx
 
 # One module fixture runs every g++ (tests/cxx.py bounds each at 600 s); a loaded machine
 # (7 engineers on 2 cores) stretches 90 s of CPU to minutes of wall time.
-pytestmark = pytest.mark.timeout(1500)
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.slow]  # g++ over the torch headers: minutes of CPU
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CPP_FIXTURES = FIXTURES / "files" / "cpp"
