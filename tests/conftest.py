@@ -5,6 +5,7 @@ markers each test folder implies."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import pty
@@ -156,6 +157,27 @@ def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
             folder.mkdir(exist_ok=True)
             done.write_text(json.dumps(make(folder)))
         return folder, json.loads(done.read_text())
+
+
+def collected(name: str, make: Callable[[], Any]) -> Any:
+    """``make()``'s (JSON) result, computed once for all pytest-xdist workers and runs while
+    src/ and tests/fixtures/ stay as they are: for test parameters that take the codemod to
+    find (every worker collects every module, the 2.13/2.14 runs too).  Kept in .cache/collect/
+    under a hash of those files, written under a file lock."""
+    digest = hashlib.sha256(name.encode())
+    for path in sorted([*(ROOT / "tests" / "fixtures").rglob("*"), *(ROOT / "src").rglob("*.py")]):
+        if path.is_file():
+            digest.update(b"\0" + str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    folder = ROOT / ".cache" / "collect"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / f"{name}-{digest.hexdigest()[:24]}.json"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            tmp = done.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(make()))
+            tmp.replace(done)
+        return json.loads(done.read_text())
 
 
 def has_cuda() -> bool:

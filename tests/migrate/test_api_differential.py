@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
+import functools
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -110,6 +111,7 @@ def _observe(fn: Callable[[], object]) -> object:
 class Predicate:
     case: str
     code: str
+    at: str  # line:column of the finding in the fixture's input
     before: str  # module text defining _pred (NCX110) or the clause / statement (NCX112/NCX133)
     after: str
 
@@ -161,40 +163,46 @@ def _free_names(module: cst.Module, expr: cst.BaseExpression) -> list[str]:
 
 
 def _predicates() -> list[Predicate]:
+    return [p for case in CASES for p in _predicates_of(case)]
+
+
+@functools.cache
+def _predicates_of(case: str) -> list[Predicate]:
+    """The applied safe NCX110/NCX112/NCX133 fixes of one fixture, taken apart (in the test
+    that needs them: at collection every xdist worker would pay for all of them)."""
     out: list[Predicate] = []
-    for case in CASES:
-        src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
-        options = dataclasses.replace(options_for(src), apply_unsafe=False)
-        result = transform_source(src, case, options)
-        applied = [f for f in result.findings if f.applied and f.code in _CODES]
-        if not applied or result.new_text is None:
-            continue
-        module = cst.parse_module(src)
-        new_module = cst.parse_module(result.new_text)
-        forward = line_map(src, result.new_text)
-        for f in applied:
-            nodes = _nodes_at(src, f.line, f.column)
-            if f.code == "NCX110":
-                expr = max((n for n in nodes if isinstance(n, (cst.Call, cst.Comparison))),
-                           key=lambda n: len(module.code_for_node(n)))
-                text = module.code_for_node(expr)
-                params = ", ".join(_free_names(module, expr))
-                before = f"{_imports(module)}\n\ndef _pred({params}):\n    return (\n{text}\n    )\n"
-                again = transform_source(before, case, dataclasses.replace(options, line_length=200))
-                assert any(g.applied and g.code == "NCX110" for g in again.findings), \
-                    f"{case}:{f.line}: the predicate alone is not rewritten as in the file"
-                assert again.new_text is not None
-                out.append(Predicate(case, f.code, before, again.new_text))
-            elif f.code == "NCX112":
-                handler = next(n for n in nodes if isinstance(n, cst.ExceptHandler))
-                after = _handler_at(new_module, result.new_text, forward[f.line])
-                assert handler.type is not None and after.type is not None
-                out.append(Predicate(case, f.code, _imports(module) + "\0" + module.code_for_node(handler.type),
-                                     _imports(new_module) + "\0" + new_module.code_for_node(after.type)))
-            else:
-                stmt = next(n for n in nodes if isinstance(n, cst.Assign))
-                new_stmt = _statement_at(new_module, result.new_text, forward[f.line])
-                out.append(Predicate(case, f.code, module.code_for_node(stmt), new_module.code_for_node(new_stmt)))
+    src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
+    options = dataclasses.replace(options_for(src), apply_unsafe=False)
+    result = transform_source(src, case, options)
+    applied = [f for f in result.findings if f.applied and f.code in _CODES]
+    if not applied or result.new_text is None:
+        return out
+    module = cst.parse_module(src)
+    new_module = cst.parse_module(result.new_text)
+    forward = line_map(src, result.new_text)
+    for f in applied:
+        nodes = _nodes_at(src, f.line, f.column)
+        if f.code == "NCX110":
+            expr = max((n for n in nodes if isinstance(n, (cst.Call, cst.Comparison))),
+                       key=lambda n: len(module.code_for_node(n)))
+            text = module.code_for_node(expr)
+            params = ", ".join(_free_names(module, expr))
+            before = f"{_imports(module)}\n\ndef _pred({params}):\n    return (\n{text}\n    )\n"
+            again = transform_source(before, case, dataclasses.replace(options, line_length=200))
+            assert any(g.applied and g.code == "NCX110" for g in again.findings), \
+                f"{case}:{f.line}: the predicate alone is not rewritten as in the file"
+            assert again.new_text is not None
+            out.append(Predicate(case, f.code, f"{f.line}:{f.column}", before, again.new_text))
+        elif f.code == "NCX112":
+            handler = next(n for n in nodes if isinstance(n, cst.ExceptHandler))
+            after = _handler_at(new_module, result.new_text, forward[f.line])
+            assert handler.type is not None and after.type is not None
+            out.append(Predicate(case, f.code, f"{f.line}:{f.column}", _imports(module) + "\0" + module.code_for_node(handler.type),
+                                 _imports(new_module) + "\0" + new_module.code_for_node(after.type)))
+        else:
+            stmt = next(n for n in nodes if isinstance(n, cst.Assign))
+            new_stmt = _statement_at(new_module, result.new_text, forward[f.line])
+            out.append(Predicate(case, f.code, f"{f.line}:{f.column}", module.code_for_node(stmt), new_module.code_for_node(new_stmt)))
     return out
 
 
@@ -211,12 +219,26 @@ def _statement_at(module: cst.Module, text: str, line: int) -> cst.CSTNode:
                 and r.start.line <= line <= r.end.line and "lazy_init" in module.code_for_node(n))
 
 
-PREDICATES = _predicates()
+def _labelled() -> list[tuple[str, str, str]]:
+    """(case, code, line:column) of every safe NCX110/NCX112/NCX133 fix a fixture's ``.findings`` says
+    is applied: the parameters, read without running the codemod."""
+    out = []
+    for case in CASES:
+        for row in (FIXTURES / f"{case}.findings").read_text(encoding="utf-8").splitlines():
+            pos, code, *rest = row.split()
+            if code in _CODES and rest == ["safe", "applied"]:
+                out.append((case, code, pos))
+    return out
+
+
+LABELLED = _labelled()
 
 
 def test_every_api_rule_is_covered() -> None:
-    assert {p.code for p in PREDICATES} == set(_CODES)
-    assert len(PREDICATES) >= 15
+    """The parameters are every predicate the harness takes apart, and every rule has some."""
+    assert sorted((p.case, p.code, p.at) for p in _predicates()) == sorted(LABELLED)
+    assert {code for _, code, _ in LABELLED} == set(_CODES)
+    assert len(LABELLED) >= 15
 
 
 # --- evaluating them ----------------------------------------------------------------------------
@@ -309,14 +331,15 @@ def _check(p: Predicate, inputs: list[Input], after: str) -> list[str]:
     return _judge(before, _answers_133(after), {k: "none" for k in before}, {})
 
 
-@pytest.mark.parametrize("p", PREDICATES, ids=[f"{p.case}-{p.code}-{k}" for k, p in enumerate(PREDICATES)])
-def test_rewrite_answers_as_legacy_did(p: Predicate, inputs: list[Input]) -> None:
+@pytest.mark.parametrize(("case", "code", "at"), LABELLED, ids=[f"{c}-{code}-{at}" for c, code, at in LABELLED])
+def test_rewrite_answers_as_legacy_did(case: str, code: str, at: str, inputs: list[Input]) -> None:
+    (p,) = [p for p in _predicates_of(case) if (p.code, p.at) == (code, at)]
     assert not _check(p, inputs, p.after)
 
 
 def test_the_originals_fail_it(inputs: list[Input]) -> None:
     """Left as they were, the NCX110 and NCX112 predicates fail the harness."""
-    for p in PREDICATES:
+    for p in _predicates():
         if p.code != "NCX133":
             assert _check(p, inputs, p.before), f"{p.case}: the harness cannot tell the original from a fix"
 

@@ -19,6 +19,7 @@ import pytest
 
 from ncclx_migrate._migrate._files import scan
 from ncclx_migrate._migrate._python import transform_source
+from tests.conftest import collected
 from tests.migrate_files._cases import SAFE, cases, read
 
 from ._differential import changed as _changed
@@ -105,8 +106,9 @@ def _file_cases() -> list[tuple[str, str, str, str]]:
     return out
 
 
-PY_CASES = _python_cases()
-FILE_CASES = _file_cases()
+# JSON turns the tuples into lists: back to tuples for the ids and the unpacking below.
+PY_CASES = [tuple(c) for c in collected("safe_differential_python", _python_cases)]
+FILE_CASES = [tuple(c) for c in collected("safe_differential_files", _file_cases)]
 
 
 def _compare(kind: str, before: str, after: str) -> None:

@@ -15,14 +15,16 @@ The scope analysis runs only for files with such a fix, once per pass.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import BaseAssignment, GlobalScope, ImportAssignment, Scope, ScopeProvider
 
 from ._ctx import Analyzer, ImportSpec, Pending
 
-__all__ = ["bound_name", "drop_clashing_fixes", "shim_import", "unused_after"]
+__all__ = ["Edited", "bound_name", "drop_clashing_fixes", "reads", "shim_import", "unused_after"]
 
 _Accept = Callable[[BaseAssignment], bool]
 
@@ -124,14 +126,97 @@ def drop_clashing_fixes(a: Analyzer, pending: Sequence[Pending]) -> None:
             p.finding.detail = f"{p.finding.detail} Not rewritten: {why}.".strip()
 
 
-def unused_after(a: Analyzer) -> list[ImportSpec]:
-    """Top-level imports the module uses: a fix that removes their last use removes them too
-    (libcst's RemoveImportsVisitor drops only those the fixed module no longer uses)."""
-    scopes = _scopes(a)
-    module = scopes.get(a.module)
-    if module is None:
-        return []
+@dataclass(frozen=True)
+class Edited:
+    """The subtrees of the nodes a fix rewrites or removes: what they spell (every name, and
+    every word of a string, as a string annotation is a use too) and the nodes themselves."""
+
+    names: frozenset[str]
+    nodes: frozenset[int]  # id() of every node inside
+
+    @classmethod
+    def of(cls, roots: Sequence[cst.CSTNode]) -> Edited:
+        names: set[str] = set()
+        nodes: set[int] = set()
+
+        class _Walk(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                nodes.add(id(node))
+                if isinstance(node, cst.Name):
+                    names.add(node.value)
+                elif isinstance(node, cst.SimpleString):
+                    names.update(_WORD.findall(node.value))
+                return True
+
+        walk = _Walk()
+        for root in roots:
+            root.visit(walk)
+        return cls(frozenset(names), frozenset(nodes))
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def reads(nodes: Sequence[object]) -> set[str]:
+    """Names the new code of a fix reads where a plain name is read (not an attribute, a
+    keyword or anything bound in it): an import one of them names is still used after the fix
+    (a fix's code reads the module's bindings, never a shadow: drop_clashing_fixes)."""
+    out: set[str] = set()
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            out.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _BINDS):
+                return False
+            return super().on_visit(node)
+
+    visitor = _Reads()
+    for node in nodes:
+        for one in node.nodes if isinstance(node, cst.FlattenSentinel) else [node]:
+            if isinstance(one, cst.CSTNode):
+                one.visit(visitor)
+    return out
+
+
+# Nodes that bind names (or hold a scope of their own): what a fix's new code spells inside them
+# is not a read of the module's binding, so reads() leaves them out.
+_BINDS = (cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.AsName, cst.Param,
+          cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.ListComp, cst.SetComp,
+          cst.DictComp, cst.GeneratorExp, cst.Global, cst.Nonlocal, cst.For, cst.With, cst.ExceptHandler,
+          cst.Match)
+
+
+def unused_after(a: Analyzer, edited: Edited) -> list[ImportSpec]:
+    """Top-level imports every use of which lies in an edited node: a fix that removes their
+    last use removes them too (libcst's RemoveImportsVisitor drops only those the fixed module
+    no longer uses, and its scope analysis is most of a fix's cost, so it gets only these).  An
+    import used anywhere else is still used after the fix (a fix never shadows a name).  The
+    scope analysis runs only when an edited node spells a top-level import's name."""
     out: list[ImportSpec] = []
+    module: Scope | None = None
+
+    def _used(name: str, stmt: cst.CSTNode) -> bool:
+        nonlocal module
+        if name not in edited.names:
+            return False
+        if module is None:
+            module = _scopes(a).get(a.module)
+            if module is None:
+                return False
+        return any(isinstance(asg, ImportAssignment) and asg.node is stmt and asg.references
+                   and all(id(ref.node) in edited.nodes for ref in asg.references)
+                   for asg in module[name])
+
     for stmt in a.module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -139,7 +224,7 @@ def unused_after(a: Analyzer) -> list[ImportSpec]:
             if isinstance(small, cst.Import):
                 for al in small.names:
                     name = a.code(al.asname.name) if al.asname else a.code(al.name).split(".", 1)[0]
-                    if _used(module, name, small):
+                    if _used(name, small):
                         out.append((a.code(al.name), None, a.code(al.asname.name) if al.asname else None))
             elif (isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative
                   and not isinstance(small.names, cst.ImportStar)):
@@ -148,10 +233,8 @@ def unused_after(a: Analyzer) -> list[ImportSpec]:
                     continue
                 for al in small.names:
                     name = a.code(al.asname.name) if al.asname else a.code(al.name)
-                    if _used(module, name, small):
+                    if _used(name, small):
                         out.append((mod, a.code(al.name), a.code(al.asname.name) if al.asname else None))
     return out
 
 
-def _used(module: Scope, name: str, stmt: cst.CSTNode) -> bool:
-    return any(isinstance(asg, ImportAssignment) and asg.node is stmt and asg.references for asg in module[name])

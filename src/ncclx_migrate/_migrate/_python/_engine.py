@@ -25,9 +25,9 @@ from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
-from ._bindings import drop_clashing_fixes, unused_after
+from ._bindings import Edited, bound_name, drop_clashing_fixes, reads, unused_after
 from ._bounds import bound_fixes
-from ._ctx import Analyzer, Edit, ImportSpec, Pending
+from ._ctx import Analyzer, Edit, EditResult, ImportSpec, Pending
 from ._edits import blank_head
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
@@ -331,6 +331,10 @@ class _Apply(cst.CSTTransformer):
         # it directly (then the comment heads what stays; _explains).
         self.orphans: list[cst.EmptyLine] = []
         self.removed = ""
+        # The original nodes the fixes rewrote or removed, and what took their place: which
+        # imports may have lost their last use (_apply).
+        self.touched: list[cst.CSTNode] = []
+        self.results: list[EditResult] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.orphans and isinstance(node, cst.BaseStatement):
@@ -347,10 +351,14 @@ class _Apply(cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
         result = super().on_leave(original_node, updated_node)
-        for edit in self.edits.get(id(original_node), ()):
+        mine = self.edits.get(id(original_node), ())
+        for edit in mine:
             if not isinstance(result, cst.CSTNode):
                 break
             result = edit(result)
+        if mine:
+            self.touched.append(original_node)
+            self.results.append(result)
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             carried = self.carry_to.pop(id(original_node), [])
             if isinstance(result, cst.RemovalSentinel):
@@ -389,6 +397,7 @@ class _Apply(cst.CSTTransformer):
         old, new = original_node.value, updated_node.value
         if (isinstance(old, cst.Call) and isinstance(new, cst.Call) and isinstance(new.func, cst.Attribute)
                 and new.func.attr.value == "update" and old.args and _emptied(old.args, new.args)):
+            self.touched.append(original_node)  # the call's own names go too
             return cst.RemoveFromParent()
         return updated_node
 
@@ -516,9 +525,16 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
         unused.extend(p.unused)
-    # an import whose last use a fix removed goes too (only those: one the file never used stays)
-    unused.extend(unused_after(analyzer))
-    new = analyzer.module.visit(_Apply(edits))
+    apply = _Apply(edits)
+    new = analyzer.module.visit(apply)
+    # An import whose last use a fix removed goes too (only those: one the file never used
+    # stays). That use was in a node the fix rewrote or removed, and the new code there does
+    # not read it: RemoveImportsVisitor's scope analysis is most of a fix's cost, so it gets
+    # only those imports, and none in most files.
+    edited = Edited.of(apply.touched)
+    unused.extend(unused_after(analyzer, edited))
+    kept = reads(apply.results)
+    unused = [u for u in unused if bound_name(u) in edited.names and bound_name(u) not in kept]
     # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
