@@ -216,6 +216,15 @@ def _cpu_s() -> float:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    start = _cpu_s()
+    try:
+        return (yield)
+    finally:  # a module or session fixture's cost lands on the first test that uses it
+        item.user_properties.append(("setup_cpu_s", round(_cpu_s() - start, 2)))
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     start = _cpu_s()
     try:
@@ -224,9 +233,24 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         item.user_properties.append(("cpu_s", round(_cpu_s() - start, 2)))
 
 
+# The suite is CPU-bound on 2 cores: what a test costs in CPU, not its wall time under load,
+# is what the whole command's time is made of.
+COSTLIEST = 20
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Name the tests `--quick` runs that cost seconds of CPU: they belong in `slow` (or need a
+    """List the tests that cost the most CPU (set-up and call, their processes included), and
+    name the tests `--quick` runs that cost seconds of CPU: they belong in `slow` (or need a
     cheaper set-up), or `scripts/test.sh --quick` stops being quick."""
+    cost: dict[str, float] = {}
+    for r in (r for reports in terminalreporter.stats.values() for r in reports):
+        props = dict(getattr(r, "user_properties", ()))
+        if getattr(r, "when", None) in ("setup", "call") and getattr(r, "nodeid", None):
+            cost[r.nodeid] = max(cost.get(r.nodeid, 0.0), props.get("setup_cpu_s", 0) + props.get("cpu_s", 0))
+    if cost:
+        terminalreporter.section(f"{COSTLIEST} costliest tests in CPU seconds (set-up + call, with their processes)")
+        for nodeid, cpu in sorted(cost.items(), key=lambda kv: -kv[1])[:COSTLIEST]:
+            terminalreporter.line(f"{cpu:6.1f} s CPU  {nodeid}")
     heavy = sorted(
         ((dict(r.user_properties)["cpu_s"], r.nodeid) for r in terminalreporter.stats.get("passed", [])
          if r.when == "call" and dict(r.user_properties).get("cpu_s", 0) > QUICK_CPU_S
