@@ -45,6 +45,9 @@ def main() -> None:
     import os
     import sys
 
+    from ._exit import skip_final_gc
+
+    skip_final_gc()
     try:
         code = cli.main(prog_name="ncclx", standalone_mode=False)
     except click.exceptions.Abort as exc:

@@ -224,4 +224,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from .._exit import skip_final_gc
+
+    skip_final_gc()
     sys.exit(main())
