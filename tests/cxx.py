@@ -12,10 +12,13 @@ generated header the 2.13 CPU wheel lacks is written here (see
 A translation unit with the c10d headers costs 20-30 s of CPU, and a precompiled header of them
 is 900 MB and still 10 s a use; so ``compile_sources`` puts many cases in ONE translation unit:
 a prelude of the torch/c10d headers (and ``<ncclx/compat.h>``), then each case inside its own
-``namespace ncclx_case_N { #line 1 "path" ... }`` with its ``#define``\\s undone after it. A case
-passes when no error is reported in its file; a case with an error is compiled again alone
-(its own verdict, no prelude), and the rest again without it, until a unit passes. Passing cases
-are remembered under ``.cache/cxx/ok/`` by a hash of the compiler, flags, prelude and text.
+``namespace ncclx_case_N { #line 1 "path" ... }`` with its ``#define``\\s undone after it (a
+case that reopens a namespace of the headers, ``namespace c10d {``, stays at global scope, last
+in its unit, one such case a unit). A case passes when no error is reported in its file; a case
+with an error is compiled again alone (its own verdict, no prelude), and the rest again without
+it, until a unit passes: on a cold cache each such retry costs a whole unit, so a fixture that
+fails only inside the unit is a harness bug to fix, not a cost to pay. Passing cases are
+remembered under ``.cache/cxx/ok/`` by a hash of the compiler, flags, prelude and text.
 Limitations of one unit: a case sees the prelude's headers, so a missing ``#include`` of a
 header the prelude has is not caught; and g++ 12 takes an ``#include`` of a header that an
 earlier ``__has_include`` did not find as an empty file (GCC PR 80753), so on 2.13, after
@@ -71,6 +74,11 @@ TIMEOUT_S = 600
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*([<\"][^>\"\n]+[>\"])", re.M)
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 _PYMODULE = re.compile(r"\bPYBIND11_MODULE[ \t]*\([ \t]*(\w+)")
+# A case that opens one of the headers' namespaces (``namespace c10d {``) must stay at global
+# scope: inside ``ncclx_case_N`` it would declare a new ``ncclx_case_N::c10d`` that hides
+# ``::c10d`` from every ``c10d::`` name after it, an error the case alone does not have.
+_REOPENS = re.compile(r"^[ \t]*(?:inline[ \t]+)?namespace[ \t]+(?:c10d|c10|at|torch|std|pybind11|ncclx)\b", re.M)
+GLOBAL_SCOPE = "<global scope>"  # a _groups name: at most one such case per unit
 
 
 @dataclass(frozen=True)
@@ -230,11 +238,16 @@ def compiles_on(source: Path, release: str) -> bool:
     return mark[0] == "compile-2.15-only" and release == "2.15"
 
 
+def at_global_scope(text: str) -> bool:
+    return _REOPENS.search(text) is not None
+
+
 def _case_text(index: int, source: Path, text: str) -> str:
     undo = "".join(f"#undef {name}\n" for name in dict.fromkeys(_DEFINE.findall(text)))
-    return (f"#define TORCH_EXTENSION_NAME ncclx_case_{index}_ext\n"
-            f"namespace ncclx_case_{index} {{\n#line 1 \"{source}\"\n{text}\n"
-            f"#line 1 \"{HARNESS_FILE}\"\n}}\n{undo}#undef TORCH_EXTENSION_NAME\n")
+    body = f"#line 1 \"{source}\"\n{text}\n#line 1 \"{HARNESS_FILE}\"\n"
+    if not at_global_scope(text):
+        body = f"namespace ncclx_case_{index} {{\n{body}}}\n"
+    return f"#define TORCH_EXTENSION_NAME ncclx_case_{index}_ext\n{body}{undo}#undef TORCH_EXTENSION_NAME\n"
 
 
 _SYSTEM_DIRS: list[Path] = []
@@ -271,7 +284,9 @@ def unit_text(sources: Sequence[Path], texts: dict[Path, str], prelude: str = PR
     hoisted = dict.fromkeys(inc for s in sources for inc in _INCLUDE.findall(texts[s])
                             if _exists(inc, s.parent, dirs))
     head = "".join(f"#include {inc}\n" for inc in hoisted)
-    return prelude + head + "".join(_case_text(i, s, texts[s]) for i, s in enumerate(sources))
+    # A case at global scope goes last, so no other case sees its names.
+    order = sorted(enumerate(sources), key=lambda item: at_global_scope(texts[item[1]]))
+    return prelude + head + "".join(_case_text(i, s, texts[s]) for i, s in order)
 
 
 def _compile(tc: Toolchain, source: Path, quote_dirs: Sequence[Path] = ()) -> tuple[bool, str]:
@@ -293,10 +308,13 @@ def _remember(key: str) -> None:
 
 
 def _groups(sources: Sequence[Path], texts: dict[Path, str]) -> list[list[Path]]:
-    """Cases split so no two in one unit define the same PYBIND11_MODULE (an extern "C" name)."""
+    """Cases split so no two in one unit define the same PYBIND11_MODULE (an extern "C" name)
+    or stand at global scope (their names could clash)."""
     groups: list[tuple[set[str], list[Path]]] = []
     for s in sources:
         names = set(_PYMODULE.findall(texts[s])) - {"TORCH_EXTENSION_NAME"}
+        if at_global_scope(texts[s]):
+            names.add(GLOBAL_SCOPE)
         for taken, members in groups:
             if not names & taken:
                 taken |= names

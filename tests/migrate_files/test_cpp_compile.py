@@ -91,8 +91,9 @@ def test_every_fixture_marker_is_known() -> None:
 
 def test_harness_blames_only_the_broken_case(tmp_path: Path) -> None:
     """One unit for many cases, without torch: a broken case and one whose header is missing (a
-    fatal error that stops g++) fail alone; the cases around them still pass; a case's #define
-    does not leak into the next one."""
+    fatal error that stops g++) fail alone; the cases around them still pass, none compiled
+    alone (a case that reopens ``namespace std`` too); a case's #define does not leak into the
+    next one."""
     if cxx.shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     light = cxx.Toolchain("light", "none", "", ("-std=c++17", "-fsyntax-only", "-w"))
@@ -102,6 +103,7 @@ def test_harness_blames_only_the_broken_case(tmp_path: Path) -> None:
         "c_uses_name.cpp": "int VALUE = 2;\n",
         "d_missing.cpp": "#include <no_such_header_ncclx.h>\nint x;\n",
         "e_fine.cpp": "#include <string>\nstd::string s = \"x\";\n",
+        "f_reopens_std.cpp": "#include <string>\nnamespace std {}\nstd::string reopened;\n",
     }
     paths = []
     for name, text in cases.items():
@@ -111,6 +113,7 @@ def test_harness_blames_only_the_broken_case(tmp_path: Path) -> None:
     assert {p.name for p, v in got.items() if not v.ok} == {"b_broken.cpp", "d_missing.cpp"}
     assert "b_broken.cpp:2:" in got[tmp_path / "b_broken.cpp"].output
     assert "no_such_header_ncclx.h" in got[tmp_path / "d_missing.cpp"].output
+    assert not any(v.alone for v in got.values() if v.ok)
     # Passing cases are remembered: a second run compiles only the failing ones.
     again = cxx.compile_sources(light, paths, prelude="")
     assert all(again[p].alone for p in paths if not again[p].ok)
