@@ -78,6 +78,9 @@ def test_compiles(verdicts: dict[str, dict[Path, cxx.Verdict] | str], release: s
         pytest.skip(f"cannot compile against torch {release}: {result}")
     verdict = result[source]
     assert verdict.ok, f"{source} does not compile against torch {release}:\n{verdict.output[-6000:]}"
+    # A case that compiles only alone cost a g++ run of its own and one more of its unit (20-30 s
+    # of CPU each): the shared unit must take it (tests/cxx.py, cases that reopen a namespace).
+    assert not verdict.alone, f"{source} compiles against torch {release} alone but not in the shared unit"
 
 
 def test_every_fixture_marker_is_known() -> None:
