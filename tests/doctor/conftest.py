@@ -85,3 +85,16 @@ def nccl_probe_without_a_gpu(tmp_path_factory: pytest.TempPathFactory) -> dict[s
 
     report: dict[str, Any] = once(tmp_path_factory, "doctor-nccl-probe-without-a-gpu", run)[1]
     return report
+
+
+@pytest.fixture(scope="session")
+def rolled_back(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``ncclx doctor --check nccl-resolution --check fast-reconfigure --backend nccl`` under
+    TORCH_DIST_USE_NCCL2=0, run once for test_local_checks and test_text_output (nccl-resolution
+    does not read --backend: the same result as without it)."""
+    def run(_: Path) -> dict[str, Any]:
+        return doctor_json("--check", "nccl-resolution", "--check", "fast-reconfigure", "--backend", "nccl",
+                           env={"TORCH_DIST_USE_NCCL2": "0"})
+
+    report: dict[str, Any] = once(tmp_path_factory, "doctor-rolled-back", run)[1]
+    return report

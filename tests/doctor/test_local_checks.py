@@ -103,10 +103,11 @@ CREATOR = {"_create_nccl2_process_group": "nccl2", "_create_nccl_process_group":
                     reason="needs a torch with NCCL and backend entry points (2.14+ CUDA build)")
 @pytest.mark.parametrize("toggle", TOGGLES)
 def test_nccl_resolution_matches_what_torch_registers(
-    toggle: str | None, plain: dict[str, Any], registered_creator: dict[str, str]
+    toggle: str | None, plain: dict[str, Any], rolled_back: dict[str, Any], registered_creator: dict[str, str]
 ) -> None:
-    env = {} if toggle is None else {"TORCH_DIST_USE_NCCL2": toggle}
-    res = check(plain if toggle is None else doctor_json("--check", "nccl-resolution", env=env), "nccl-resolution")
+    shared = {None: plain, "0": rolled_back}  # runs other tests read too
+    report = shared.get(toggle) or doctor_json("--check", "nccl-resolution", env={"TORCH_DIST_USE_NCCL2": str(toggle)})
+    res = check(report, "nccl-resolution")
     assert res["details"]["implementation"] == CREATOR[registered_creator[str(toggle)]]
     assert res["details"]["cpu:gloo,cuda:nccl"] == {"cpu": "gloo", "cuda": res["details"]["implementation"]}
 

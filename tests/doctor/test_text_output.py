@@ -123,13 +123,12 @@ def test_probe_without_a_gpu_says_so(nccl_probe_without_a_gpu: dict[str, Any]) -
 
 
 @pytest.mark.slow
-def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it() -> None:
+def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it(rolled_back: dict[str, Any]) -> None:
     import torch
 
     if torch.__version__ < "2.15":
         pytest.skip("the rollback toggle exists from 2.15")
-    fr = check(doctor_json("--check", "fast-reconfigure", "--backend", "nccl",
-                           env={"TORCH_DIST_USE_NCCL2": "0"}), "fast-reconfigure")
+    fr = check(rolled_back, "fast-reconfigure")
     assert fr["status"] == "warn"
     assert fr["remedy"].startswith("unset TORCH_DIST_USE_NCCL2")
 
