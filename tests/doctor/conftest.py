@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_ncclx
+from tests.conftest import once, run_ncclx
 
 DATA = Path(__file__).parent / "data"
 
@@ -73,3 +73,28 @@ def fake_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
         return built[key]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def nccl_probe_without_a_gpu(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``ncclx doctor --level probe --check probe --backend nccl`` with no GPU visible, run once
+    for the tests that read it (test_probe, test_text_output): its rank starts torch."""
+    def run(_: Path) -> dict[str, Any]:
+        return doctor_json("--level", "probe", "--check", "probe", "--backend", "nccl", "--timeout", "60",
+                           env={"CUDA_VISIBLE_DEVICES": ""}, expect_rc=1)
+
+    report: dict[str, Any] = once(tmp_path_factory, "doctor-nccl-probe-without-a-gpu", run)[1]
+    return report
+
+
+@pytest.fixture(scope="session")
+def rolled_back(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``ncclx doctor --check nccl-resolution --check fast-reconfigure --backend nccl`` under
+    TORCH_DIST_USE_NCCL2=0, run once for test_local_checks and test_text_output (nccl-resolution
+    does not read --backend: the same result as without it)."""
+    def run(_: Path) -> dict[str, Any]:
+        return doctor_json("--check", "nccl-resolution", "--check", "fast-reconfigure", "--backend", "nccl",
+                           env={"TORCH_DIST_USE_NCCL2": "0"})
+
+    report: dict[str, Any] = once(tmp_path_factory, "doctor-rolled-back", run)[1]
+    return report

@@ -112,9 +112,11 @@ def test_cluster_level_outside_a_launcher_is_a_usage_error() -> None:
 def test_merge_names_the_minority_report(tmp_path: Path, fake_lib: Callable[..., str]) -> None:
     old = fake_lib("2.28.3")
     paths = []
-    for name, env in (("node-a", {}), ("node-b", {"NCCLX_NCCL_LIBRARY": old}), ("node-c", {})):
-        report = doctor_json("--level", "static", env=env)
-        report.pop("_rc")
+    plain = doctor_json("--level", "static")  # node-a and node-c: the same command, the same environment
+    for name, report in (("node-a", plain), ("node-b", doctor_json("--level", "static",
+                                                                   env={"NCCLX_NCCL_LIBRARY": old})),
+                         ("node-c", plain)):
+        report.pop("_rc", None)
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(report))
         paths.append(str(path))

@@ -3,15 +3,19 @@ CUDA in test.sh)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from ncclx_migrate._torchfacts import NCCL_BUILDS, release_of
+from tests.conftest import once
 
 from .conftest import check, doctor_json
 
@@ -24,9 +28,21 @@ MINOR = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 HAS_NCCL = bool(dist.is_available() and dist.is_nccl_available())
 HAS_REGISTRY = MINOR >= (2, 14)
 
+# The checks several tests read from one `ncclx doctor --json` in the clean environment (a
+# check's result does not depend on which others run beside it; each is its own function).
+PLAIN_CHECKS = ("torch-version", "nccl-version", "legacy-toggle", "nccl-resolution")
 
-def test_torch_version_reads_the_phase_from_the_registry() -> None:
-    report = doctor_json("--check", "torch-version")
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """That report, made once per session (starting torch is most of a doctor run's cost)."""
+    args = [a for c in PLAIN_CHECKS for a in ("--check", c)]
+    report: dict[str, Any] = once(tmp_path_factory, "doctor-local-plain", lambda _: doctor_json(*args))[1]
+    return report
+
+
+def test_torch_version_reads_the_phase_from_the_registry(plain: dict[str, Any]) -> None:
+    report = plain
     tv = check(report, "torch-version")
     assert report["torch"] == torch.__version__
     assert tv["status"] == "ok"
@@ -37,16 +53,48 @@ def test_torch_version_reads_the_phase_from_the_registry() -> None:
     assert tv["details"]["flavor"] == ("rocm" if torch.version.hip else "cuda" if torch.version.cuda else "cpu")
 
 
-def _registered_creator(toggle: str | None) -> str:
-    """What torch itself registers for "nccl" under the toggle, in a fresh interpreter."""
+TOGGLES = (None, "0", "false")
+# torch reads the toggle when "nccl" is first registered, not at import: one interpreter imports
+# torch, and a child forked before anything registered "nccl" registers it under each value.
+_CREATORS = textwrap.dedent("""
+    import gc, json, os, traceback
+    import torch.distributed.distributed_c10d as c
+    gc.freeze()  # no collection at exit walks torch's objects (a third of this script's CPU)
+    out = {}
+    for toggle in %r:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into this loop
+            try:
+                if toggle is not None:
+                    os.environ["TORCH_DIST_USE_NCCL2"] = toggle
+                c.Backend._ensure_backend_registered("nccl")
+                os.write(w, c.Backend._plugins["NCCL"].creator_fn.__name__.encode())
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r) as f:
+            out[str(toggle)] = f.read()
+        assert os.waitpid(pid, 0)[1] == 0, toggle
+    print(json.dumps(out))
+""") % (TOGGLES,)
+
+
+def _registered_creators(folder: object) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "TORCH_DIST_USE_NCCL2"}
-    if toggle is not None:
-        env["TORCH_DIST_USE_NCCL2"] = toggle
-    code = ("import torch.distributed.distributed_c10d as c; c.Backend._ensure_backend_registered('nccl');"
-            "print(c.Backend._plugins['NCCL'].creator_fn.__name__)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", _CREATORS], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    creators: dict[str, str] = json.loads(out.stdout)
+    return creators
+
+
+@pytest.fixture(scope="module")
+def registered_creator(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """What torch itself registers for "nccl" under each toggle value (str(value) -> creator)."""
+    creators: dict[str, str] = once(tmp_path_factory, "doctor-nccl-creators", _registered_creators)[1]
+    return creators
 
 
 CREATOR = {"_create_nccl2_process_group": "nccl2", "_create_nccl_process_group": "nccl-legacy"}
@@ -54,21 +102,24 @@ CREATOR = {"_create_nccl2_process_group": "nccl2", "_create_nccl_process_group":
 
 @pytest.mark.skipif(not (HAS_NCCL and HAS_REGISTRY),
                     reason="needs a torch with NCCL and backend entry points (2.14+ CUDA build)")
-@pytest.mark.parametrize("toggle", [None, "0", "false"])
-def test_nccl_resolution_matches_what_torch_registers(toggle: str | None) -> None:
-    env = {} if toggle is None else {"TORCH_DIST_USE_NCCL2": toggle}
-    res = check(doctor_json("--check", "nccl-resolution", env=env), "nccl-resolution")
-    assert res["details"]["implementation"] == CREATOR[_registered_creator(toggle)]
+@pytest.mark.parametrize("toggle", TOGGLES)
+def test_nccl_resolution_matches_what_torch_registers(
+    toggle: str | None, plain: dict[str, Any], rolled_back: dict[str, Any], registered_creator: dict[str, str]
+) -> None:
+    shared = {None: plain, "0": rolled_back}  # runs other tests read too
+    report = shared.get(toggle) or doctor_json("--check", "nccl-resolution", env={"TORCH_DIST_USE_NCCL2": str(toggle)})
+    res = check(report, "nccl-resolution")
+    assert res["details"]["implementation"] == CREATOR[registered_creator[str(toggle)]]
     assert res["details"]["cpu:gloo,cuda:nccl"] == {"cpu": "gloo", "cuda": res["details"]["implementation"]}
 
 
 @pytest.mark.skipif(HAS_NCCL, reason="this torch has NCCL")
-def test_cpu_torch_says_nccl_is_not_available() -> None:
-    res = check(doctor_json("--check", "nccl-resolution"), "nccl-resolution")
+def test_cpu_torch_says_nccl_is_not_available(plain: dict[str, Any]) -> None:
+    res = check(plain, "nccl-resolution")
     assert res["status"] == "warn"
     assert res["details"]["implementation"] is None
     assert "has no NCCL" in res["message"]
-    assert check(doctor_json("--check", "nccl-version"), "nccl-version")["status"] == "skip"
+    assert check(plain, "nccl-version")["status"] == "skip"
 
 
 @pytest.mark.skipif(MINOR >= (2, 14), reason="torch 2.14+ reads the toggle")
@@ -79,8 +130,8 @@ def test_toggle_has_no_effect_before_2_14() -> None:
 
 
 @pytest.mark.skipif(not HAS_NCCL, reason="a CPU build of torch loads no libnccl")
-def test_build_and_runtime_nccl_and_where_it_was_loaded_from() -> None:
-    nccl = check(doctor_json("--check", "nccl-version"), "nccl-version")
+def test_build_and_runtime_nccl_and_where_it_was_loaded_from(plain: dict[str, Any]) -> None:
+    nccl = check(plain, "nccl-version")
     assert nccl["status"] == "ok"
     assert nccl["details"]["build"] == ".".join(map(str, torch.cuda.nccl.version()[:3]))
     assert nccl["details"]["runtime"] == ".".join(map(str, dist.ProcessGroupNCCL.get_runtime_nccl_version()[:3]))
@@ -88,10 +139,12 @@ def test_build_and_runtime_nccl_and_where_it_was_loaded_from() -> None:
 
 
 @pytest.mark.skipif(not HAS_NCCL or not sys.platform.startswith("linux"), reason="needs torch's libnccl on Linux")
-def test_an_old_nccl_interposed_with_ld_preload_is_the_runtime_version(fake_lib: Callable[..., str]) -> None:
+def test_an_old_nccl_interposed_with_ld_preload_is_the_runtime_version(
+    fake_lib: Callable[..., str], plain: dict[str, Any]
+) -> None:
     # A real shared library that takes over ncclGetVersion and forwards everything else to
     # torch's own libnccl: what an old libnccl in LD_PRELOAD does to a job.
-    real = check(doctor_json("--check", "nccl-version"), "nccl-version")["details"]["library"]
+    real = check(plain, "nccl-version")["details"]["library"]
     shim = fake_lib("2.27.3", name="libnccl-interpose.so",
                     link=(real, f"-Wl,-rpath,{os.path.dirname(real)}"))
     report = doctor_json("--backend", "nccl", "--check", "nccl-version", "--check", "fast-reconfigure",
@@ -163,8 +216,8 @@ def test_more_local_ranks_than_gpus_fails_before_nccl_does() -> None:
     assert "Duplicate GPU detected" in gpu["message"]
 
 
-def test_legacy_toggle_says_who_provides_nccl_legacy() -> None:
-    toggle = check(doctor_json("--check", "legacy-toggle"), "legacy-toggle")
+def test_legacy_toggle_says_who_provides_nccl_legacy(plain: dict[str, Any]) -> None:
+    toggle = check(plain, "legacy-toggle")
     providers = toggle["details"]["nccl_legacy_providers"]
     if "torch" in providers:  # 2.14/2.15 register the rollback name themselves
         assert "nccl-legacy is available" in toggle["message"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from .conftest import check, doctor_json
@@ -67,10 +69,8 @@ def test_a_rank_that_aborts_or_hangs_is_a_failure_saying_how() -> None:
 
 
 @pytest.mark.skipif(not dist.is_nccl_available() or MINOR < (2, 15), reason="needs a 2.15 build with NCCL")
-def test_nccl_probe_without_a_gpu_fails_with_torchs_own_error() -> None:
-    report = doctor_json("--level", "probe", "--check", "probe", "--backend", "nccl", "--timeout", "60",
-                         env={"CUDA_VISIBLE_DEVICES": ""}, expect_rc=1)
-    probe = check(report, "probe")
+def test_nccl_probe_without_a_gpu_fails_with_torchs_own_error(nccl_probe_without_a_gpu: dict[str, Any]) -> None:
+    probe = check(nccl_probe_without_a_gpu, "probe")
     assert probe["status"] == "fail"
     assert "nccl2 requires at least one CUDA device" in probe["message"]
 

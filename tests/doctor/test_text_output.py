@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,12 +96,13 @@ def test_no_progress_lines_in_a_pipe() -> None:
 
 @pytest.mark.slow
 def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> None:
-    # A real straggler: rank 1 starts 3 s late (a sitecustomize on its PYTHONPATH), so rank 0's
-    # 0.05 s rendezvous runs out every time (a bare tiny --timeout alone can still pass when idle).
+    # A real straggler: rank 1 starts late (a sitecustomize on its PYTHONPATH sleeps past the
+    # probe's deadline, so it is killed there before it imports torch), so rank 0's 0.05 s
+    # rendezvous runs out every time (a bare tiny --timeout alone can still pass when idle).
     (tmp_path / "sitecustomize.py").write_text(
         "import os, time\n"
         "if os.environ.get('NCCLX_PROBE_BACKEND') and os.environ.get('RANK') == '1':\n"
-        "    time.sleep(3)\n"
+        "    time.sleep(60)\n"
     )
     path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
     probe = check(doctor_json("--level", "probe", "--check", "probe", "--timeout", "0.05",
@@ -111,23 +113,22 @@ def test_probe_that_ran_out_of_time_says_to_raise_timeout(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_probe_without_a_gpu_says_so() -> None:
+def test_probe_without_a_gpu_says_so(nccl_probe_without_a_gpu: dict[str, Any]) -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    probe = check(doctor_json("--level", "probe", "--check", "probe", "--backend", "nccl", expect_rc=1), "probe")
+    probe = check(nccl_probe_without_a_gpu, "probe")
     assert probe["remedy"].startswith('"nccl" needs a GPU (none here, see gpu-binding)')
 
 
 @pytest.mark.slow
-def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it() -> None:
+def test_fast_reconfigure_blocked_by_the_rollback_toggle_says_unset_it(rolled_back: dict[str, Any]) -> None:
     import torch
 
     if torch.__version__ < "2.15":
         pytest.skip("the rollback toggle exists from 2.15")
-    fr = check(doctor_json("--check", "fast-reconfigure", "--backend", "nccl",
-                           env={"TORCH_DIST_USE_NCCL2": "0"}), "fast-reconfigure")
+    fr = check(rolled_back, "fast-reconfigure")
     assert fr["status"] == "warn"
     assert fr["remedy"].startswith("unset TORCH_DIST_USE_NCCL2")
 
