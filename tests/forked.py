@@ -17,6 +17,7 @@ TORCH_DIST_USE_NCCL2, read when "nccl" is first registered, or ncclx_migrate's).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,7 +64,8 @@ def run_forked(
         out, _ = proc.communicate(timeout=timeout)
         note = ""
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # it may have ended since
+            os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         note = f"\n<killed after {timeout:g} s>"
     reports = [line for line in out.splitlines() if line.startswith("[")]
