@@ -1,9 +1,9 @@
 """Run a script several times at once (the ranks of a gloo job) as forks of one interpreter
 that imported torch once: starting torch costs seconds of CPU per process, a fork almost none.
 
-    python forked.py OUTPUT SCRIPT RUNS_JSON
+    python forked.py OUTPUT RUNS_JSON
 
-RUNS_JSON is a list of [argument list, environment variables].  Run N gets
+RUNS_JSON is a list of [script, argument list, environment variables].  Run N gets
 ``sys.argv = [SCRIPT, *ARGS]`` and its variables in ``os.environ``, and runs
 SCRIPT as ``__main__`` at module level, so it ends as ``python SCRIPT ARGS`` would (an uncaught
 error prints its traceback, runs the excepthook and atexit, exits 1); its stdout goes to
@@ -37,7 +37,7 @@ class Ran:
 
 
 def run_forked(
-    script: Path,
+    script: Path | list[Path],
     runs: list[list[str]],
     output: Path,
     *,
@@ -48,11 +48,13 @@ def run_forked(
     timeout: float = 120,
     python: str | None = None,
 ) -> list[Ran]:
-    """Each run of ``script`` with its arguments (and its ``run_env``, see the module's doc);
-    ``output`` is the prefix of their files.  Past ``timeout`` every run is killed."""
-    spec = [[argv, (run_env or [{}] * len(runs))[n]] for n, argv in enumerate(runs)]
+    """Each run of ``script`` (or of its own script) with its arguments (and its ``run_env``,
+    see the module's doc); ``output`` is the prefix of their files.  Past ``timeout`` every
+    run is killed."""
+    scripts = script if isinstance(script, list) else [script] * len(runs)
+    spec = [[str(scripts[n]), argv, (run_env or [{}] * len(runs))[n]] for n, argv in enumerate(runs)]
     proc = subprocess.Popen(
-        [python or sys.executable, __file__, str(output), str(script), json.dumps(spec)],
+        [python or sys.executable, __file__, str(output), json.dumps(spec)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -83,7 +85,7 @@ def run_forked(
 
 def _fork_runs() -> list[str]:
     """In each child: redirect its streams and return its argv; the parent never returns."""
-    output, script, runs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    output, runs = sys.argv[1], json.loads(sys.argv[2])
     merge = os.environ.pop("FORKED_MERGE", "") == "1"
     import torch.distributed  # noqa: F401 -- the seconds of CPU each run would spend again
 
@@ -91,7 +93,7 @@ def _fork_runs() -> list[str]:
     sys.stdout.flush()
     sys.stderr.flush()
     pids = {}
-    for n, (argv, own_env) in enumerate(runs):
+    for n, (script, argv, own_env) in enumerate(runs):
         pid = os.fork()
         if pid == 0:
             os.environ.update(own_env)
@@ -115,6 +117,7 @@ def _fork_runs() -> list[str]:
 if __name__ == "__main__":
     import runpy
 
-    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[2]))  # as `python SCRIPT` sets it
+    sys.path.pop(0)  # this folder (tests/) is not the scripts'
     sys.argv = _fork_runs()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))  # as `python SCRIPT` sets it
     runpy.run_path(sys.argv[0], run_name="__main__")
