@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ..forked import run_forked
+
 WARNING_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<category>\w+): (?P<text>.*)$", re.M)
 
 
@@ -95,34 +97,20 @@ def line_of(script: Script, marker: str) -> int:
 def run_ranks(
     script: Script, world: int, env: dict[str, str] | None = None, timeout: float = 180
 ) -> list[dict[str, object]]:
-    """Run ``world`` copies of ``script`` (argv: rank world port); each prints one JSON line.
+    """Run ``world`` copies of ``script`` (argv: rank world port) as forks of one interpreter
+    that imported torch (tests/forked.py); each prints one JSON line.
     ``timeout`` only catches a hang (a passing run ends when its ranks exit): 90 s was hit by
     ranks still importing torch when three test runs shared 2 busy cores."""
-    port = free_port()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(script.path), str(rank), str(world), str(port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=clean_env(env),
-            cwd=script.path.parent,
-        )
-        for rank in range(world)
-    ]
+    port = str(free_port())
+    ranks = run_forked(script.path, [[str(rank), str(world), port] for rank in range(world)],
+                       script.path.parent / ".rank", env=clean_env(env), cwd=script.path.parent,
+                       timeout=timeout)
     results: list[dict[str, object]] = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=timeout)
-            assert proc.returncode == 0, f"rank {rank} exited {proc.returncode}:\n{err[-3000:]}"
-            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-            assert lines, f"rank {rank} printed no result:\n{out}\n{err[-3000:]}"
-            result = json.loads(lines[-1])
-            result["_stderr"] = err
-            results.append(result)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    for rank, ran in enumerate(ranks):
+        assert ran.returncode == 0, f"rank {rank} exited {ran.returncode}:\n{ran.stderr[-3000:]}"
+        lines = [ln for ln in ran.stdout.splitlines() if ln.startswith("{")]
+        assert lines, f"rank {rank} printed no result:\n{ran.stdout}\n{ran.stderr[-3000:]}"
+        result = json.loads(lines[-1])
+        result["_stderr"] = ran.stderr
+        results.append(result)
     return results

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from .conftest import free_port, line_of, warnings_in
+from ..forked import Ran, run_forked
+from .conftest import Script, clean_env, free_port, line_of, warnings_in
 
 pytestmark = pytest.mark.torch
 
@@ -34,11 +35,97 @@ for i in range(2):
 """
 
 
-def test_shim_name_builds_legacy_and_warns_once_at_the_users_line(user_script) -> None:  # type: ignore[no-untyped-def]
+ENTRY_POINTS = """
+import json
+from importlib.metadata import entry_points
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+eps = [e.value for e in entry_points(group="torch.distributed.backends")
+       if e.name == "nccl-legacy"]
+ok = dist.is_backend_available("cpu:gloo,cuda:nccl-legacy")  # torch's own discovery
+fn = c10d.Backend._plugins["NCCL-LEGACY"].creator_fn
+print(json.dumps({
+    "eps": eps, "ok": ok, "shim": getattr(fn, "_ncclx_shim", None),
+    "wraps_torchs": getattr(fn, "__wrapped__", fn) is getattr(c10d, "_create_nccl_process_group", None),
+}))
+"""
+
+NO_ROLLBACK = """
+import os, sys
+from datetime import timedelta
+import torch, torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+del c10d._register_builtin_nccl_legacy_backend, c10d._create_nccl_process_group
+from ncclx_migrate.backend import install_legacy_shim
+
+print(install_legacy_shim(), "nccl-legacy" in c10d._FR_SELF_RECORDING_BACKENDS)
+store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, is_master=True,
+                      timeout=timedelta(seconds=30))
+dist.init_process_group("nccl-legacy", store=store, rank=0, world_size=1,  # <- init
+                        enable_reconfigure=True)
+pg = dist.group.WORLD
+print(type(pg._get_backend(torch.device("cuda"))).__name__, dist.get_backend(),
+      pg in c10d._world.pg_flight_recorder_hooks)
+sys.stdout.flush()
+os._exit(0)
+"""
+
+NO_CODE_CHANGE = """
+import sys
+from datetime import timedelta
+import torch.distributed as dist
+store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, is_master=True,
+                      timeout=timedelta(seconds=30))
+try:
+    dist.init_process_group("nccl-legacy", store=store, rank=0, world_size=1)  # <- init
+except ValueError as exc:
+    print(exc)
+"""
+
+NO_GPU = not torch.cuda.is_available()
+DISCOVERS = hasattr(c10d.Backend, "_ensure_backend_registered")  # entry points (2.14+)
+VERSION = tuple(int(x) for x in torch.__version__.split(".")[:2])
+
+
+def _ours_listed_first() -> bool:
+    from importlib.metadata import entry_points
+
+    eps = [e.value for e in entry_points(group="torch.distributed.backends") if e.name == "nccl-legacy"]
+    return bool(eps) and eps[0] == ENTRY
+
+
+# The scripts of the tests below: (source, argv takes a port, own environment, whether the
+# test runs on this torch and host -- the test's own conditions).
+RUNS = {
+    "shim": (INIT_LEGACY, True, {}, NO_GPU),
+    "entry": (ENTRY_POINTS, False, {}, DISCOVERS),
+    "rollback": (NO_ROLLBACK, True, {}, HAS_NCCL2 and NO_GPU and VERSION >= (2, 15)),
+    "nochange": (NO_CODE_CHANGE, True, {"TORCH_NCCL_ENABLE_MONITORING": "1"},
+                 DISCOVERS and NO_GPU and _ours_listed_first()),
+}
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Script, Ran]]:
+    """Each script the tests run here, run once: forks of one interpreter that imported torch
+    (tests/forked.py); TORCH_NCCL_ENABLE_MONITORING is read when a group is built."""
+    tmp = tmp_path_factory.mktemp("legacy")
+    names = [name for name, (*_, runs) in RUNS.items() if runs]
+    scripts = []
+    for name in names:
+        scripts.append(Script(tmp / name / "train.py"))
+        scripts[-1].path.parent.mkdir()
+        scripts[-1].path.write_text(RUNS[name][0])
+    got = run_forked([s.path for s in scripts], [[str(free_port())] if RUNS[n][1] else [] for n in names],
+                     tmp / "run", env=clean_env(), run_env=[RUNS[n][2] for n in names], cwd=tmp)
+    return dict(zip(names, zip(scripts, got, strict=True), strict=True))
+
+
+def test_shim_name_builds_legacy_and_warns_once_at_the_users_line(ran) -> None:  # type: ignore[no-untyped-def]
     if torch.cuda.is_available():
         pytest.skip("checks the no-GPU error; test_gpu_* cover a GPU")
-    script = user_script(INIT_LEGACY)
-    res = script.run(args=(str(free_port()),))
+    script, res = ran["shim"]
     assert res.returncode == 0, res.stderr
     kind, first, second = res.stdout.splitlines()
     if TORCH_HAS_NAME:  # 2.14/2.15: torch's own rollback name, wrapped
@@ -59,27 +146,10 @@ def test_shim_name_builds_legacy_and_warns_once_at_the_users_line(user_script) -
         assert f'does not exist in torch {MINOR}; ncclx_migrate maps it to the legacy' in w.text
 
 
-def test_entry_point_is_discovered_by_torch_in_a_fresh_interpreter(user_script) -> None:  # type: ignore[no-untyped-def]
+def test_entry_point_is_discovered_by_torch_in_a_fresh_interpreter(ran) -> None:  # type: ignore[no-untyped-def]
     if not hasattr(c10d.Backend, "_ensure_backend_registered"):
         pytest.skip(f"torch {torch.__version__} does not discover backends through entry points")
-    script = user_script(
-        """
-        import json
-        from importlib.metadata import entry_points
-        import torch.distributed as dist
-        import torch.distributed.distributed_c10d as c10d
-
-        eps = [e.value for e in entry_points(group="torch.distributed.backends")
-               if e.name == "nccl-legacy"]
-        ok = dist.is_backend_available("cpu:gloo,cuda:nccl-legacy")  # torch's own discovery
-        fn = c10d.Backend._plugins["NCCL-LEGACY"].creator_fn
-        print(json.dumps({
-            "eps": eps, "ok": ok, "shim": getattr(fn, "_ncclx_shim", None),
-            "wraps_torchs": getattr(fn, "__wrapped__", fn) is getattr(c10d, "_create_nccl_process_group", None),
-        }))
-        """
-    )
-    res = script.run()
+    _, res = ran["entry"]
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)
     assert ENTRY in got["eps"]
@@ -90,33 +160,12 @@ def test_entry_point_is_discovered_by_torch_in_a_fresh_interpreter(user_script) 
 
 
 @pytest.mark.skipif(not HAS_NCCL2 or torch.cuda.is_available(), reason="needs torch 2.15 nccl2 on a host without GPU")
-def test_a_torch_without_the_rollback_maps_the_name_to_nccl2(user_script) -> None:  # type: ignore[no-untyped-def]
+def test_a_torch_without_the_rollback_maps_the_name_to_nccl2(ran) -> None:  # type: ignore[no-untyped-def]
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 15):
         pytest.skip("builds nccl2 without a GPU only on 2.15 (enable_reconfigure)")
     # A torch after the announced removal cannot be installed here: remove the rollback
     # from the real 2.15 module (name registrar, legacy creator) and let the shim decide.
-    script = user_script(
-        """
-        import os, sys
-        from datetime import timedelta
-        import torch, torch.distributed as dist
-        import torch.distributed.distributed_c10d as c10d
-        del c10d._register_builtin_nccl_legacy_backend, c10d._create_nccl_process_group
-        from ncclx_migrate.backend import install_legacy_shim
-
-        print(install_legacy_shim(), "nccl-legacy" in c10d._FR_SELF_RECORDING_BACKENDS)
-        store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, is_master=True,
-                              timeout=timedelta(seconds=30))
-        dist.init_process_group("nccl-legacy", store=store, rank=0, world_size=1,  # <- init
-                                enable_reconfigure=True)
-        pg = dist.group.WORLD
-        print(type(pg._get_backend(torch.device("cuda"))).__name__, dist.get_backend(),
-              pg in c10d._world.pg_flight_recorder_hooks)
-        sys.stdout.flush()
-        os._exit(0)
-        """
-    )
-    res = script.run(args=(str(free_port()),))
+    script, res = ran["rollback"]
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["nccl2 False", "ProcessGroupNCCL2 nccl-legacy True"]
     (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
@@ -150,14 +199,7 @@ def test_gpu_nccl_legacy_builds_process_group_nccl(user_script) -> None:  # type
     assert [w.code for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"] == ["NCX103"]
 
 
-def _ours_listed_first() -> bool:
-    from importlib.metadata import entry_points
-
-    eps = [e.value for e in entry_points(group="torch.distributed.backends") if e.name == "nccl-legacy"]
-    return bool(eps) and eps[0] == ENTRY
-
-
-def test_no_code_change_entry_point_path_blames_the_users_line(user_script) -> None:  # type: ignore[no-untyped-def]
+def test_no_code_change_entry_point_path_blames_the_users_line(ran) -> None:  # type: ignore[no-untyped-def]
     if not hasattr(c10d.Backend, "_ensure_backend_registered"):
         pytest.skip(f"torch {torch.__version__} does not discover backends through entry points")
     if not _ours_listed_first():
@@ -167,20 +209,7 @@ def test_no_code_change_entry_point_path_blames_the_users_line(user_script) -> N
     # The script never imports ncclx_migrate: torch's discovery loads our registrar, which
     # imports the package (import-time findings) and wraps the creator (NCX103).  Both
     # warnings must name the user's line, not importlib's EntryPoint.load / import_module.
-    script = user_script(
-        """
-        import sys
-        from datetime import timedelta
-        import torch.distributed as dist
-        store = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, is_master=True,
-                              timeout=timedelta(seconds=30))
-        try:
-            dist.init_process_group("nccl-legacy", store=store, rank=0, world_size=1)  # <- init
-        except ValueError as exc:
-            print(exc)
-        """
-    )
-    res = script.run({"TORCH_NCCL_ENABLE_MONITORING": "1"}, args=(str(free_port()),))
+    script, res = ran["nochange"]
     assert res.returncode == 0, res.stderr
     found = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
     assert [w.code for w in found] == ["NCX122", "NCX103"]

@@ -4,11 +4,10 @@ joins; stale handles and a reused uuid fail on EVERY member (torch fails only on
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from ..forked import run_forked
 from .conftest import clean_env, free_port
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -101,23 +100,13 @@ os._exit(0)
 def test_shrink_after_a_death_then_grow_with_a_new_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
     script = tmp_path / "member.py"
     script.write_text(MEMBER)
-    port = free_port()
-    procs = {}
-    for role in ("0", "1", "2", "join"):
-        procs[role] = subprocess.Popen(
-            [sys.executable, str(script), role, str(port)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
-        )
+    roles, port = ("0", "1", "2", "join"), str(free_port())
+    # forks of one interpreter that imported torch (tests/forked.py)
+    ran = run_forked(script, [[role, port] for role in roles], tmp_path / "out", env=clean_env())
     results = {}
-    try:
-        for role, proc in procs.items():
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, f"{role}: {err[-3000:]}"
-            results[role] = json.loads(out.strip().splitlines()[-1])
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
+    for role, res in zip(roles, ran, strict=True):
+        assert res.returncode == 0, f"{role}: {res.stderr[-3000:]}"
+        results[role] = json.loads(res.stdout.strip().splitlines()[-1])
     r0, r1, r2, rj = results["0"], results["1"], results["2"], results["join"]
     assert [r0["first"], r1["first"], r2["first"]] == [[0, 3, 3], [1, 3, 3], [2, 3, 3]]
     assert r0["uuid_first"] == r1["uuid_first"] == r2["uuid_first"]

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from .conftest import line_of, warnings_in
+from ..forked import Ran, run_forked
+from .conftest import Script, clean_env, line_of, warnings_in
 
 pytestmark = pytest.mark.torch
 
@@ -40,11 +41,25 @@ print(json.dumps({
 """
 
 
+TOGGLES = [None, "0", "false"]
+
+
+@pytest.fixture(scope="module")
+def inspected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Script, dict[str | None, Ran]]:
+    """INSPECT under each toggle: forks of one interpreter that imported torch, which reads
+    the toggle only when "nccl" is first registered (tests/forked.py)."""
+    script = Script(tmp_path_factory.mktemp("inspect") / "train.py")
+    script.path.write_text(INSPECT)
+    runs = run_forked(script.path, [[] for _ in TOGGLES], script.path.parent / "run", env=clean_env(),
+                      run_env=[{} if t is None else {"TORCH_DIST_USE_NCCL2": t} for t in TOGGLES],
+                      cwd=script.path.parent)
+    return script, dict(zip(TOGGLES, runs, strict=True))
+
+
 @needs_nccl2
-@pytest.mark.parametrize("toggle", [None, "0", "false"])
-def test_nccl_registers_torchs_nccl2_creator_whatever_the_toggle(user_script, toggle) -> None:  # type: ignore[no-untyped-def]
-    script = user_script(INSPECT)
-    res = script.run({} if toggle is None else {"TORCH_DIST_USE_NCCL2": toggle})
+@pytest.mark.parametrize("toggle", TOGGLES)
+def test_nccl_registers_torchs_nccl2_creator_whatever_the_toggle(inspected, toggle) -> None:  # type: ignore[no-untyped-def]
+    script, res = inspected[0], inspected[1][toggle]
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)
     assert got["returned"] == ["nccl2", "nccl2"]
@@ -152,7 +167,11 @@ def test_torch_without_nccl2_falls_back_to_legacy_with_a_warning(user_script) ->
         print(use_nccl2())  # <- select
         """
     )
-    res = script.run()
+    # unset, "1", "yes": forks of one interpreter that imported torch (tests/forked.py)
+    unset, one, yes = run_forked(script.path, [[], [], []], script.path.parent / "run", env=clean_env(),
+                                 run_env=[{}, {"NCCLX_REQUIRE_NCCL2": "1"}, {"NCCLX_REQUIRE_NCCL2": "yes"}],
+                                 cwd=script.path.parent)
+    res = unset
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "legacy"
     (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
@@ -160,12 +179,12 @@ def test_torch_without_nccl2_falls_back_to_legacy_with_a_warning(user_script) ->
     assert (w.file, w.line) == (str(script.path), line_of(script, "<- select"))
     assert "has no nccl2" in w.text and "NCCLX_REQUIRE_NCCL2=1" in w.text
 
-    res = script.run({"NCCLX_REQUIRE_NCCL2": "1"})
+    res = one
     assert res.returncode == 1
     assert f"BackendSelectionError: torch {MINOR} has no nccl2 and NCCLX_REQUIRE_NCCL2=1 requires it" in res.stderr
 
     # Only "1" requires nccl2 (as only "0"/"1" count for torch's toggle); another value says so.
-    res = script.run({"NCCLX_REQUIRE_NCCL2": "yes"})
+    res = yes
     assert res.returncode == 0 and res.stdout.strip() == "legacy", res.stderr
     (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
     assert "NCCLX_REQUIRE_NCCL2='yes' is not \"1\", so it does not apply" in w.text

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..forked import run_forked
 
 WORKER = Path(__file__).with_name("worker.py")
 PREFIX = "fr_trace_"
@@ -49,27 +48,9 @@ def run_scenario(
         PYTHONUNBUFFERED="1",
         **(extra_env or {}),
     )
-    port = free_port()
-    procs = [
-        subprocess.Popen(
-            [python or sys.executable, str(WORKER), str(r), str(world), str(port), scenario, str(culprit), mode],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        for r in range(world)
-    ]
-    outputs, codes = [], []
-    start = time.monotonic()
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            out, _ = p.communicate()
-            out += "\n<killed after 120 s>"
-        outputs.append(out + f"\n<exit {p.returncode} after {time.monotonic() - start:.1f} s>")
-        codes.append(p.returncode)
-    return Run(folder, outputs, codes)
+    # The ranks are forks of one interpreter that imported torch (tests/forked.py).
+    port = str(free_port())
+    ranks = run_forked(WORKER, [[str(r), str(world), port, scenario, str(culprit), mode] for r in range(world)],
+                       tmp / "rank", env=env, merge=True, python=python)
+    outputs = [r.stdout + r.stderr + f"\n<exit {r.returncode} after {r.seconds:.1f} s>" for r in ranks]
+    return Run(folder, outputs, [r.returncode for r in ranks])

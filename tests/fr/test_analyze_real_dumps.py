@@ -10,7 +10,7 @@ import pytest
 
 from ..conftest import run_ncclx
 from .scenarios import PREFIX
-from .torchfrtrace import torchfrtrace
+from .torchfrtrace import Verdict, torchfrtrace_runs
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -107,41 +107,55 @@ def test_torch_alone_leaves_no_dump_for_gloo(scenario) -> None:
 # --- torchfrtrace agrees on the repaired dumps --------------------------------------------
 
 
-def _repaired(run, tmp_path: Path) -> Path:
-    out = tmp_path / "repaired"
+def _repaired(run, out: Path) -> Path:
     res = run_ncclx("fr", "repair", str(run.folder), str(out))
     assert res.returncode == 0, res.stderr
     return out
 
 
-def test_torchfrtrace_crashes_on_raw_gloo_dumps(scenario) -> None:
+@pytest.fixture(scope="module")
+def torchs(scenario, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
+    """torchfrtrace's verdicts for the tests below, torch imported once for them all."""
+    tmp = tmp_path_factory.mktemp("torchfrtrace")
+    skip = scenario("skip", world=4, culprit=2)
+    type_ = scenario("type", world=3, culprit=1)
+    exit_ = scenario("exit", world=3, culprit=2)
+    runs = {
+        "raw skip": (skip.folder, "-p", PREFIX),
+        "skip": (_repaired(skip, tmp / "skip"), "-p", PREFIX),
+        "type": (_repaired(type_, tmp / "type"), "-p", PREFIX),
+        "exit strict": (_repaired(exit_, tmp / "exit"), "-p", PREFIX),
+        "exit": (tmp / "exit", "-p", PREFIX, "--allow-incomplete-ranks"),
+    }
+    return dict(zip(runs, torchfrtrace_runs(list(runs.values())), strict=True))
+
+
+def test_torchfrtrace_crashes_on_raw_gloo_dumps(torchs) -> None:
     """E2b: the gloo pg_config defect; the reason `ncclx fr repair` exists."""
-    run = scenario("skip", world=4, culprit=2)
-    verdict = torchfrtrace(run.folder, "-p", PREFIX)
+    verdict = torchs["raw skip"]
     assert "KeyError: ('0', 0)" in verdict.output
 
 
-def test_torchfrtrace_agrees_on_skipped_collective(scenario, tmp_path: Path) -> None:
+def test_torchfrtrace_agrees_on_skipped_collective(scenario, torchs) -> None:
     run = scenario("skip", world=4, culprit=2)
     ours = _group(json.loads(_analyze(run.folder, "--json")[1]))
-    verdict = torchfrtrace(_repaired(run, tmp_path), "-p", PREFIX)
+    verdict = torchs["skip"]
     assert "Not all ranks joining collective, sequence number: 3" in verdict.output, verdict.output
     assert verdict.missing_ranks == set(ours["first_incomplete"]["missing_ranks"]) == {2}
 
 
-def test_torchfrtrace_agrees_on_type_mismatch(scenario, tmp_path: Path) -> None:
+def test_torchfrtrace_agrees_on_type_mismatch(scenario, torchs) -> None:
     run = scenario("type", world=3, culprit=1)
     ours = _group(json.loads(_analyze(run.folder, "--json")[1]))
-    verdict = torchfrtrace(_repaired(run, tmp_path), "-p", PREFIX)
+    verdict = torchs["type"]
     assert "COLLECTIVE_TYPE_MISMATCH" in verdict.output, verdict.output
     assert verdict.culprit_ranks == set(ours["culprit_ranks"]) == {1}
 
 
-def test_torchfrtrace_agrees_on_exited_rank(scenario, tmp_path: Path) -> None:
+def test_torchfrtrace_agrees_on_exited_rank(scenario, torchs) -> None:
     run = scenario("exit", world=3, culprit=2)
     report = json.loads(_analyze(run.folder, "--json")[1])
-    fixed = _repaired(run, tmp_path)
-    strict = torchfrtrace(fixed, "-p", PREFIX)
+    strict = torchs["exit strict"]
     assert "Missing dump files from ranks {2}" in strict.output, strict.output
-    verdict = torchfrtrace(fixed, "-p", PREFIX, "--allow-incomplete-ranks")
+    verdict = torchs["exit"]
     assert verdict.undecided_no_dump == set(report["missing_dumps"]) == {2}

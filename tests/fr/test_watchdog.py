@@ -13,12 +13,17 @@ import pytest
 
 from ..conftest import run_ncclx
 from .scenarios import PREFIX
-from .torchfrtrace import torchfrtrace
+from .torchfrtrace import Verdict, torchfrtrace_runs
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 # The culprit stays out 5 s, then exits; gloo's own timeout (30 s) never fires first.
 FAST = {"GLOO_TIMEOUT": "30", "SKIP_SLEEP": "5", "HANG_DUMP": "1.5"}
+
+
+# The runs torchfrtrace reads too.
+_SKIP = dict(name="skip", world=4, culprit=2, mode="watchdog", **FAST)
+_TYPE = dict(name="type", world=3, culprit=1, mode="watchdog", GLOO_TIMEOUT="6", HANG_DUMP="1.5")
 
 
 def _meta(folder: Path, rank: int) -> dict:
@@ -37,7 +42,7 @@ def _group(report: dict, name: str = "default_pg") -> dict:
 
 
 def test_every_rank_dumps_and_the_skipper_is_named(scenario) -> None:
-    run = scenario("skip", world=4, culprit=2, mode="watchdog", **FAST)
+    run = scenario(**_SKIP)
     assert run.files() == [f"{PREFIX}{r}" for r in range(4)], run.outputs
     # The rank that never entered the collective dumped because a peer asked it to.
     assert _meta(run.folder, 2)["trigger"] == "peer-request"
@@ -61,9 +66,16 @@ def test_every_rank_dumps_and_the_skipper_is_named(scenario) -> None:
     assert report["missing_dumps"] == []
 
 
-def test_torchfrtrace_reads_watchdog_dumps_without_repair(scenario) -> None:
-    run = scenario("skip", world=4, culprit=2, mode="watchdog", **FAST)
-    verdict = torchfrtrace(run.folder, "-p", PREFIX)
+@pytest.fixture(scope="module")
+def torchs(scenario) -> dict[str, Verdict]:  # type: ignore[no-untyped-def]
+    """torchfrtrace's verdicts on the unrepaired dumps, torch imported once for both."""
+    runs = {"skip": _SKIP, "type": _TYPE}
+    verdicts = torchfrtrace_runs([(scenario(**kw).folder, "-p", PREFIX) for kw in runs.values()])
+    return dict(zip(runs, verdicts, strict=True))
+
+
+def test_torchfrtrace_reads_watchdog_dumps_without_repair(torchs) -> None:  # type: ignore[no-untyped-def]
+    verdict = torchs["skip"]
     assert "Not all ranks joining collective, sequence number: 3" in verdict.output, verdict.output
     assert verdict.missing_ranks == {2}
 
@@ -78,15 +90,15 @@ def test_rank_that_exits(scenario) -> None:
     assert "rank 2 left no dump" in human
 
 
-def test_type_mismatch(scenario) -> None:
-    run = scenario("type", world=3, culprit=1, mode="watchdog", GLOO_TIMEOUT="6", HANG_DUMP="1.5")
+def test_type_mismatch(scenario, torchs) -> None:  # type: ignore[no-untyped-def]
+    run = scenario(**_TYPE)
     assert run.files() == [f"{PREFIX}{r}" for r in range(3)], run.outputs
     code, report, human = _report(run.folder)
     assert code == 1
     assert "rank 1 called broadcast as collective #3 of group default_pg where the other ranks called all_reduce" in human
     # Dumped while the collective hung: nobody had finished it.
     assert _group(report)["first_incomplete"]["why"] == "not-completed"
-    verdict = torchfrtrace(run.folder, "-p", PREFIX)
+    verdict = torchs["type"]
     assert verdict.culprit_ranks == set(_group(report)["culprit_ranks"]) == {1}
 
 

@@ -1,22 +1,17 @@
-"""Run torch's own analyzer (torchfrtrace) on a folder and read its verdict."""
+"""Run torch's own analyzer (torchfrtrace) on folders and read its verdicts."""
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-import sys
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# torchfrtrace takes the first rank it reads as the reference when it compares
-# collectives, and reads files in directory order; sort them so that rank 0 is
-# the reference (our analyzer breaks ties towards the lowest rank too).
-_DRIVER = (
-    "import os, sys; _walk = os.walk\n"
-    "os.walk = lambda *a, **k: ((r, d, sorted(f)) for r, d, f in _walk(*a, **k))\n"
-    "from torch.distributed.flight_recorder.fr_trace import main\n"
-    "main(sys.argv[1:])\n"
-)
+from ..forked import run_forked
+
+SORTED = Path(__file__).with_name("fr_trace_sorted.py")
 
 
 @dataclass
@@ -32,15 +27,21 @@ def _ints(text: str) -> set[int]:
     return {int(x) for x in re.findall(r"\d+", text)}
 
 
+def torchfrtrace_runs(runs: Sequence[Sequence[str | Path]]) -> list[Verdict]:
+    """torchfrtrace's verdict on each ``(folder, *args)``: forks of one interpreter that
+    imported torch (tests/forked.py), so torch starts once for them all."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ran = run_forked(SORTED, [[str(a) for a in run] for run in runs], Path(tmp) / "run", env=dict(os.environ))
+    verdicts = []
+    for res in ran:
+        out = res.stdout + res.stderr
+        missing = set().union(*(_ints(m) for m in re.findall(r"missing ranks: \{([^}]*)\}", out)))
+        culprits = {int(m) for m in re.findall(r"Culprit rank (\d+)", out)}
+        nodump = set().union(*(_ints(m) for m in re.findall(r"missed FR dumps from ranks \(\{([^}]*)\}\)", out)))
+        verdicts.append(Verdict(out, res.returncode, missing, culprits, nodump))
+    return verdicts
+
+
 def torchfrtrace(folder: Path, *args: str) -> Verdict:
-    res = subprocess.run(
-        [sys.executable, "-c", _DRIVER, str(folder), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = res.stdout + res.stderr
-    missing = set().union(*(_ints(m) for m in re.findall(r"missing ranks: \{([^}]*)\}", out)))
-    culprits = {int(m) for m in re.findall(r"Culprit rank (\d+)", out)}
-    nodump = set().union(*(_ints(m) for m in re.findall(r"missed FR dumps from ranks \(\{([^}]*)\}\)", out)))
-    return Verdict(out, res.returncode, missing, culprits, nodump)
+    (verdict,) = torchfrtrace_runs([(folder, *args)])
+    return verdict

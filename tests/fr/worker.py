@@ -2,6 +2,9 @@
 
     python worker.py RANK WORLD PORT SCENARIO CULPRIT DUMPMODE
 
+(tests/fr/scenarios.py runs it so for every rank, as forks of one interpreter that imported
+torch: tests/forked.py.)
+
 SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
 before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
 subgroup of ranks 1..world-1, CULPRIT skips it) | barrier (#3 is a barrier, CULPRIT skips it).
