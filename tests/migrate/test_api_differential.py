@@ -38,6 +38,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ncclx_migrate._migrate._lines import line_map
 from ncclx_migrate._migrate._python import transform_source
+from ncclx_migrate._migrate._python._bindings import reads
 
 from .test_fixtures import CASES, FIXTURES, options_for
 
@@ -143,23 +144,7 @@ def _free_names(module: cst.Module, expr: cst.BaseExpression) -> list[str]:
     for s in module.body:
         if _is_import(s):
             s.visit(_Imports())
-    names: list[str] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value not in bound and node.value not in names:
-                names.append(node.value)
-
-    expr.visit(_V())
-    return names
+    return sorted(reads([expr]) - bound)
 
 
 def _predicates() -> list[Predicate]:
