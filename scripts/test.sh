@@ -4,9 +4,10 @@
 #   2. pytest on torch 2.15.0 (everything; `gpu` tests skip without CUDA),
 #   3. the tests marked `torch` again on torch 2.13.0 and on torch 2.14.1,
 # and ends with one line totalling the three pytest runs. The three runs go at once, each over
-# pytest-xdist workers (worksteal: a few tests take far longer than the rest): most of their
-# time is spent waiting on torch subprocesses, not computing. 2.15's output streams; the other
-# two print when done. Each run lists its 20 slowest tests. Extra arguments go to the 2.15 run.
+# pytest-xdist workers (worksteal: a few tests take far longer than the rest), keeping both
+# cores busy: the whole command is CPU-bound, so its time is the CPU its tests cost. 2.15's
+# output streams; the other two print when done. Each run lists its 20 slowest tests and its
+# 20 costliest in CPU (tests/conftest.py). Extra arguments go to the 2.15 run.
 #
 #   scripts/test.sh --quick   the inner loop: torch 2.15 only, without the `slow` tests (they
 #                             start torch processes), the `torch` ones (each release runs them)
