@@ -516,6 +516,22 @@ def _keeping_lines(base: type[_T]) -> type[_T]:
     return Keeping
 
 
+def _no_blank_start(module: cst.Module) -> cst.Module:
+    """A file whose first statements a fix removed neither starts with the blank lines that
+    followed them nor doubles the blank line that ends its header.  The parser puts every line
+    before the first statement in the header, so blank lines on the first statement itself are
+    only ever carried there by a removal; after a header comment one blank line stays."""
+    if not module.body or (module.header and module.header[-1].comment is not None):
+        return module
+    first = module.body[0]
+    lines = list(first.leading_lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    if len(lines) == len(first.leading_lines):
+        return module
+    return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+
+
 def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
     edits: dict[int, list[Edit]] = {}
     imports: list[ImportSpec] = []
@@ -548,7 +564,7 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
         for mod, obj, asname in dict.fromkeys(imports):
             AddImportsVisitor.add_needed_import(ctx, mod, obj, asname)
         new = AddImportsVisitor(ctx).transform_module(new)
-    code = new.code
+    code = _no_blank_start(new).code
     try:
         cst.parse_module(code)
     except cst.ParserSyntaxError:
