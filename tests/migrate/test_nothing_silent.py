@@ -90,6 +90,24 @@ def test_an_ignore_comment_with_an_unknown_code_is_named(tmp_path: Path) -> None
     assert "train.py:2:" not in proc.stdout  # NCX1 did silence NCX101
 
 
+def test_a_cpp_ignore_comment_with_an_unknown_code_is_named(tmp_path: Path) -> None:
+    # C++ writes the comment after // or /*; a # there is the preprocessor's, never a comment.
+    cast = "auto* pg = dynamic_cast<c10d::ProcessGroupNCCL*>(backend.get());"
+    (tmp_path / "comm.cpp").write_text(
+        "#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n"
+        "void f(c10::intrusive_ptr<c10d::Backend> backend) {\n"
+        f"  {cast}  // ncclx: ignore[NCX3O1]\n"
+        f"  {cast}  /* ncclx: ignore[NCX301, NCX9] */\n"
+        f"  {cast}  // ncclx: ignore[NCX3]\n}}\n")
+    for args in (["."], ["--stdin-filename", "comm.cpp", "-"]):
+        stdin = (tmp_path / "comm.cpp").read_text() if "-" in args else None
+        proc = run_ncclx("migrate", *args, cwd=tmp_path, input=stdin)
+        assert "comm.cpp:3: warning: unknown rule code NCX3O1 in '// ncclx: ignore[...]'" in proc.stderr
+        assert "comm.cpp:4: warning: unknown rule code NCX9 " in proc.stderr
+        assert "NCX301 " not in proc.stderr and "NCX3 " not in proc.stderr  # real codes and prefixes
+        assert "comm.cpp:3:" in proc.stdout and "comm.cpp:4:" not in proc.stdout  # NCX3O1 silenced nothing
+
+
 def test_shell_on_stdin_is_recognised_by_its_shebang() -> None:
     proc = run_ncclx("migrate", "-", input="#!/bin/bash\n" + SHELL)
     assert proc.returncode == 1

@@ -294,7 +294,7 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result, warnings=suppression_warnings(text), config=_config.drain())
+    out = Outcome(result, warnings=suppression_warnings(text, path), config=_config.drain())
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
@@ -315,12 +315,16 @@ def _unwritten(result: FileResult, why: str) -> None:
         f.applied = False
 
 
-def suppression_warnings(text: str) -> list[str]:
-    """One line per ignore comment code that matches no rule (it silences nothing)."""
-    from ._suppress import unknown_codes
+def suppression_warnings(text: str, path: str = "") -> list[str]:
+    """One line per ignore comment code that matches no rule (it silences nothing); ``path``
+    says which comments a file has (C++ and CUDA: ``// ncclx: ignore[...]``)."""
+    from ._files import file_kind
+    from ._suppress import HASH, SLASHES, unknown_codes
 
-    return [f"{line}: unknown rule code {code} in '# ncclx: ignore[...]' (it silences nothing; "
-            "`ncclx rules` lists the codes)" for line, code in unknown_codes(text)]
+    cpp = file_kind(path) == "cpp"
+    spelt = "// ncclx: ignore[...]" if cpp else "# ncclx: ignore[...]"
+    return [f"{line}: unknown rule code {code} in '{spelt}' (it silences nothing; "
+            "`ncclx rules` lists the codes)" for line, code in unknown_codes(text, SLASHES if cpp else HASH)]
 
 
 def run(

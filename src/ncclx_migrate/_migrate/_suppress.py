@@ -2,30 +2,34 @@
 
 ``# ncclx: ignore[NCX101, NCX120]`` (or a bare ``# ncclx: ignore``) on a line silences
 the findings reported on that line.  Shell, YAML, Dockerfile and ``.env`` files use the
-same ``#`` comment text, so the non-Python scanners call :func:`suppressions` too.
+same ``#`` comment text, so the non-Python scanners call :func:`suppressions` too; C++ and
+CUDA sources write it after ``//`` or ``/*``.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["ALL", "IGNORE", "is_suppressed", "suppressions", "unknown_codes"]
+__all__ = ["ALL", "HASH", "IGNORE", "SLASHES", "is_suppressed", "suppressions", "unknown_codes"]
 
 ALL: frozenset[str] = frozenset({"*"})
 # The comment's text after its marker (C++ sources read it from `//` and `/* */` comments).
 IGNORE = r"ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?"
-_PAT = re.compile(r"#\s*" + IGNORE)
+HASH = r"#"  # Python, shell, YAML, Dockerfile, .env
+SLASHES = r"(?://|/\*)"  # C++ and CUDA
+_PATS = {m: re.compile(m + r"\s*" + IGNORE) for m in (HASH, SLASHES)}
 
 
-def suppressions(text: str) -> dict[int, frozenset[str]]:
-    """1-based line number -> suppressed codes (:data:`ALL` for a bare ignore)."""
+def suppressions(text: str, marker: str = HASH) -> dict[int, frozenset[str]]:
+    """1-based line number -> suppressed codes (:data:`ALL` for a bare ignore), from ignore
+    comments that open with ``marker``."""
     out: dict[int, frozenset[str]] = {}
     if "ncclx:" not in text:
         return out
     for lineno, line in enumerate(text.splitlines(), 1):
         if "ncclx:" not in line:
             continue
-        for m in _PAT.finditer(line):
+        for m in _PATS[marker].finditer(line):
             if m.group(1) is None:
                 out[lineno] = ALL
                 break
@@ -45,7 +49,7 @@ def is_suppressed(code: str, lines: tuple[int, ...], table: dict[int, frozenset[
     return False
 
 
-def unknown_codes(text: str) -> list[tuple[int, str]]:
+def unknown_codes(text: str, marker: str = HASH) -> list[tuple[int, str]]:
     """(line, code) for each code in an ignore comment that no rule code starts with.
 
     Such a comment silences nothing (a typo, or a rule that does not exist): say so.
@@ -56,7 +60,7 @@ def unknown_codes(text: str) -> list[tuple[int, str]]:
 
     known = [r.code for r in RULES]
     out = []
-    for lineno, codes in suppressions(text).items():
+    for lineno, codes in suppressions(text, marker).items():
         for code in sorted(codes - {"*"}):
             if not any(k.startswith(code) for k in known):
                 out.append((lineno, code))
