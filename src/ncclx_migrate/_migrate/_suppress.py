@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALL", "HASH", "IGNORE", "SLASHES", "is_suppressed", "suppressions", "unknown_codes"]
+__all__ = ["ALL", "HASH", "IGNORE", "SLASHES", "codes_in", "ignore_comments", "is_suppressed", "suppressions",
+           "unknown_codes"]
 
 ALL: frozenset[str] = frozenset({"*"})
 # The comment's text after its marker (C++ sources read it from `//` and `/* */` comments).
@@ -18,6 +19,18 @@ IGNORE = r"ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?"
 HASH = r"#"  # Python, shell, YAML, Dockerfile, .env
 SLASHES = r"(?://|/\*)"  # C++ and CUDA
 _PATS = {m: re.compile(m + r"\s*" + IGNORE) for m in (HASH, SLASHES)}
+
+
+def ignore_comments(marker: str = HASH) -> re.Pattern[str]:
+    """The ignore comment that opens with ``marker``; :func:`codes_in` reads a match."""
+    return _PATS[marker]
+
+
+def codes_in(m: re.Match[str]) -> frozenset[str]:
+    """The codes an ignore comment names, upper-cased (:data:`ALL` for a bare ignore)."""
+    if m.group(1) is None:
+        return ALL
+    return frozenset(c.strip().upper() for c in m.group(1).split(",") if c.strip())
 
 
 def suppressions(text: str, marker: str = HASH) -> dict[int, frozenset[str]]:
@@ -30,10 +43,10 @@ def suppressions(text: str, marker: str = HASH) -> dict[int, frozenset[str]]:
         if "ncclx:" not in line:
             continue
         for m in _PATS[marker].finditer(line):
-            if m.group(1) is None:
+            codes = codes_in(m)
+            if codes is ALL:
                 out[lineno] = ALL
                 break
-            codes = frozenset(c.strip().upper() for c in m.group(1).split(",") if c.strip())
             out[lineno] = out.get(lineno, frozenset()) | codes
     return out
 

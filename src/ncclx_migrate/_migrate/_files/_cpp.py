@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from .._model import FileResult, Finding, FixKind, Options, is_selected
-from .._suppress import IGNORE
+from .._suppress import IGNORE, codes_in
 from ._cpp_members import LEGACY_ONLY
 from ._cpp_names import Kind, Resolver, text_of
 from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
@@ -200,9 +200,7 @@ class Scan:
         for c in self.nodes["comment"]:
             for m in _SUPPRESS.finditer(text_of(c)):
                 line = c.start_point.row + 1
-                codes = frozenset({"*"}) if m.group(1) is None else \
-                    frozenset(x.strip().upper() for x in m.group(1).split(",") if x.strip())
-                out[line] = out.get(line, frozenset()) | codes
+                out[line] = out.get(line, frozenset()) | codes_in(m)
         return out
 
     def include_edit(self, block: str) -> Edit | None:

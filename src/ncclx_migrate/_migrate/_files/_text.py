@@ -11,6 +11,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from .._suppress import ALL, codes_in, ignore_comments
+
 __all__ = [
     "Edit",
     "LineIndex",
@@ -20,10 +22,6 @@ __all__ = [
     "remove_word",
     "suppressed",
 ]
-
-# `# ncclx: ignore` or `# ncclx: ignore[NCX201, NCX203]`: the same syntax as
-# ncclx_migrate._migrate._suppress (Python files), matched per physical line here.
-_SUPPRESS = re.compile(r"#\s*ncclx:\s*ignore\b(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 
 @dataclass(frozen=True)
@@ -76,12 +74,11 @@ def newline_of(text: str) -> str:
 
 
 def suppressed(line_text: str, code: str) -> bool:
-    """True when a `#` comment on the line says `ncclx: ignore` (bare, or naming ``code``)."""
-    for m in _SUPPRESS.finditer(line_text):
-        if m.group(1) is None:
-            return True
-        codes = [c.strip() for c in m.group(1).split(",") if c.strip()]
-        if any(code.startswith(c.upper()) for c in codes):
+    """True when a `#` comment on the line says `ncclx: ignore` (bare, or naming ``code``): the
+    syntax of _suppress, matched per physical line here."""
+    for m in ignore_comments().finditer(line_text):
+        codes = codes_in(m)
+        if codes is ALL or any(code.startswith(c) for c in codes):
             return True
     return False
 
