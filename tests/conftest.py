@@ -148,15 +148,21 @@ def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
     the (JSON) result.  For set-ups that start torch processes (a gloo job, a torch probe)."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "once"
-    root.mkdir(exist_ok=True)
     folder = root / name.replace(os.sep, "_")
-    with open(f"{folder}.lock", "w") as lock:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder, _made_once(Path(f"{folder}.json"), lambda: make(folder))
+
+
+def _made_once(done: Path, make: Callable[[], Any]) -> Any:
+    """``make()``'s JSON result, kept in ``done``: the first process to ask computes it under a
+    file lock beside it while the others wait, then all read it."""
+    with open(f"{done}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        done = Path(f"{folder}.json")
         if not done.exists():
-            folder.mkdir(exist_ok=True)
-            done.write_text(json.dumps(make(folder)))
-        return folder, json.loads(done.read_text())
+            tmp = done.with_name(f"{done.name}.tmp{os.getpid()}")
+            tmp.write_text(json.dumps(make()))
+            tmp.replace(done)
+        return json.loads(done.read_text())
 
 
 def collected(name: str, make: Callable[[], Any]) -> Any:
@@ -170,14 +176,7 @@ def collected(name: str, make: Callable[[], Any]) -> Any:
             digest.update(b"\0" + str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     folder = ROOT / ".cache" / "collect"
     folder.mkdir(parents=True, exist_ok=True)
-    done = folder / f"{name}-{digest.hexdigest()[:24]}.json"
-    with open(folder / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            tmp = done.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(make()))
-            tmp.replace(done)
-        return json.loads(done.read_text())
+    return _made_once(folder / f"{name}-{digest.hexdigest()[:24]}.json", make)
 
 
 def has_cuda() -> bool:
