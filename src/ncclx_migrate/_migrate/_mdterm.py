@@ -2,7 +2,8 @@
 
 markdown-it-py parses (CommonMark plus tables); this module only lays the parsed blocks out:
 paragraphs and list items wrapped to the width, headings in bold, code blocks indented and
-never wrapped, tables aligned (or one item per row when they do not fit). No markdown marker
+kept whole (a code line longer than the width runs past it, as ``less`` and ``man`` show it,
+so that pasted code still works), tables aligned (or one item per row when they do not fit). No markdown marker
 (``#``, backticks, ``**``, link brackets) reaches the terminal.
 """
 
@@ -139,7 +140,8 @@ class _Layout:
             return self.items(node, width)
         if kind in ("fence", "code_block"):
             code = node.content.rstrip("\n").split("\n")
-            return [self.style(part, _CODE) for line in code for part in _fold("    " + line.rstrip(), width)]
+            # Never folded: a line cut in two no longer runs when pasted (issue 28).
+            return [self.style("    " + line.rstrip(), _CODE) for line in code]
         if kind == "blockquote":
             return [self.style("│ ", _DIM) + line for line in self.blocks(node, width - 2)]
         if kind == "table":
@@ -183,16 +185,6 @@ class _Layout:
             out += self.wrap(runs, width, "• ", "  ")
         return out
 
-
-def _fold(line: str, width: int) -> list[str]:
-    """A code line longer than the width goes on over indented lines, cut at a space where one is."""
-    out = []
-    while len(line) > width:
-        cut = line.rfind(" ", 12, width + 1)
-        cut = cut if cut > 0 else width
-        out.append(line[:cut].rstrip())
-        line = "        " + line[cut:].lstrip()
-    return [*out, line]
 
 
 _PARSER = MarkdownIt("commonmark").enable("table")
