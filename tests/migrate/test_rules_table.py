@@ -26,9 +26,24 @@ def test_every_rule_has_a_doc_with_why_fix_evidence() -> None:
         assert r.code in doc
 
 
+SECTIONS = ["What it finds", "Why", "Fix", "Example", "Evidence"]
+
+
+def test_rule_pages_share_one_section_order() -> None:
+    # Issue 28 §1: every page reads in the same order, so a reader knows where to look.
+    off = {}
+    for r in RULES:
+        doc = rule_doc(r.code) or ""
+        heads = re.findall(r"^## (.+)$", doc, flags=re.M)
+        if heads != SECTIONS or not doc.startswith(f"# {r.code} {r.name}\n\n## What it finds\n"):
+            off[r.code] = heads
+    assert not off, f"rule pages whose sections are not {SECTIONS}: {off}"
+
+
 def test_every_rule_doc_says_what_it_follows_and_cannot_see() -> None:
-    # Issue 8 §3: `ncclx explain` and docs/rules.md state each rule's reach and blind spots.
-    heading = "\n## What it follows and what it cannot see\n"
+    # Issue 8 §3: `ncclx explain` and docs/rules.md state each rule's reach and blind spots,
+    # under "What it finds" (issue 28 §1: one section order on every page).
+    heading = "\n### What it follows and what it cannot see\n"
     lacking = [r.code for r in RULES if heading not in (rule_doc(r.code) or "")]
     assert not lacking, f"rule docs without {heading.strip()!r}: {lacking}"
     proc = run_ncclx("explain", "NCX201")
