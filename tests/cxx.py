@@ -6,7 +6,7 @@ another interpreter. The CUDA and NCCL headers come from the 2.15 venv's NVIDIA 
 CPU wheel has none), the ``crt/`` headers those wheels lack from PyPI's header-only
 ``nvidia-cuda-crt`` 13.2 wheel (``scripts/bootstrap.sh`` downloads it into ``.whl/``), and the one
 generated header the 2.13 CPU wheel lacks is written here (see
-/work/shared/reference/cpp-extensions.md). Everything prepared lives in the git-ignored
+docs/torch-versions.md, "C++ extensions"). Everything prepared lives in the git-ignored
 ``.cache/cxx/``. Where something is missing, ``toolchain()`` returns the reason to skip with.
 
 A translation unit with the c10d headers costs 20-30 s of CPU, and a precompiled header of them

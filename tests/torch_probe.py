@@ -68,7 +68,7 @@ def env_unnamed() -> list[str]:
     """Variables of the env table that neither torch's libraries nor torch/distributed name.
 
     A substring search: c10d's linker tail-merges strings, so NCCL_BLOCKING_WAIT is stored
-    only as the tail of TORCH_NCCL_BLOCKING_WAIT (nccl2-compat.md §3).  One grep pass.
+    only as the tail of TORCH_NCCL_BLOCKING_WAIT (docs/torch-versions.md, "Environment variables").  One grep pass.
     """
     names = sorted({r.name for r in ENV_VARS} | {r.replacement for r in ENV_VARS if r.replacement})
     root = Path(torch.__file__).parent

@@ -2,7 +2,8 @@
 import-time warnings all read.
 
 Every row was established on the real 2.13.0 / 2.14.1 / 2.15.0 wheels (see
-``shared/reference/nccl2-compat.md`` §3 and ``flight-recorder-and-reconfigure.md``
+``docs/torch-versions.md`` ("Environment variables: who reads which" and "Flight recorder per
+backend")
 §1.2); ``evidence`` names the place.  Nothing here imports torch.
 """
 
@@ -115,14 +116,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _FR, _FILES,
         "Deprecated alias (warns). The legacy constructor still reads only the old name, "
         "so keep it while legacy can run; when both are set the FR name wins.",
-        "alias table (2.15.0); runtime buffer-precedence check; nccl2-compat.md §7 row 19",
+        "alias table (2.15.0); runtime buffer-precedence check; docs/torch-versions.md",
     ),
     EnvVar(
         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", EnvKind.DEPRECATED, "TORCH_FR_DUMP_TEMP_FILE", Fix.ADD,
         _FR, _FILES,
         "Deprecated alias of the dump-file prefix; one DebugInfoWriter serves every backend "
         "and the FR name wins. Renaming is verified on 2.15 only.",
-        "runtime 2.15.0 dump-path check; nccl2-compat.md §7 row 20",
+        "runtime 2.15.0 dump-path check; docs/torch-versions.md",
         unsafe_fix=Fix.RENAME,
     ),
     EnvVar(
@@ -130,14 +131,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _FR, _FILES,
         "Legacy reads only this name; the nccl2 FR hook prefers TORCH_FR_DUMP_ON_TIMEOUT. "
         "Set both to control both backends; do not rename.",
-        "alias table (2.15.0) FlightRecorderHook::onAbort; nccl2-compat.md §7 row 21",
+        "alias table (2.15.0) FlightRecorderHook::onAbort; docs/torch-versions.md",
     ),
     EnvVar(
         "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", EnvKind.DEPRECATED,
         "TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC", Fix.ADD, _FR, _FILES,
         "Legacy and nccl2 abortProcess read only this name; the FR hook prefers the FR name. "
         "Keep the old one.",
-        "alias table (2.15.0); nccl2-compat.md §7 row 22",
+        "alias table (2.15.0); docs/torch-versions.md",
     ),
     EnvVar(
         "TORCH_NCCL_TRACE_CPP_STACK", EnvKind.DEPRECATED, "TORCH_FR_CPP_STACK", Fix.ADD,
@@ -167,7 +168,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "TORCH_NCCL_NAN_CHECK", EnvKind.IGNORED, "TORCH_DIST_NAN_CHECK", Fix.FLAG, _IGN, _FILES,
         "nccl2 ignores it. TORCH_DIST_NAN_CHECK=1 attaches NanCheckHook to every group (2.14+), "
         "which checks inputs only and, under legacy, adds a second check.",
-        "distributed_c10d.py:3186-3189 (2.15.0); nccl2-compat.md §3, §7 row 14",
+        "distributed_c10d.py:3186-3189 (2.15.0); docs/torch-versions.md",
         unsafe_fix=Fix.ADD,
     ),
     *(
@@ -175,7 +176,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
             name, EnvKind.IGNORED, None, Fix.FLAG, _IGN, _FILES,
             "Read by the legacy ProcessGroupNCCL only; nccl2 in 2.15 silently ignores it "
             "(no heartbeat monitor, no desync debug). It may start to apply in a later release.",
-            "nccl2-compat.md §3 (disassembly and alias tables, 2.15.0); §7 row 23",
+            "disassembly and alias tables (2.15.0); docs/torch-versions.md",
         )
         for name in (
             "TORCH_NCCL_ENABLE_MONITORING",
@@ -207,12 +208,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
         SHRINK_GROW_VAR, EnvKind.CURRENT, None, Fix.FLAG, "", "",
         "Opt-in fast reconfigure (ncclCommShrink/Grow) for nccl2; needs NCCL >= 2.29 and must "
         "be set on every rank.",
-        "2.15.0 libtorch_cuda.so strings; flight-recorder-and-reconfigure.md §2.3",
+        "2.15.0 libtorch_cuda.so strings; docs/torch-versions.md",
     ),
     EnvVar(
         "TORCH_FR_DUMP_DYNAMIC_FILE_NAME", EnvKind.CURRENT, None, Fix.FLAG, "", "",
         "When 1 the dump path is used with no rank suffix, so ranks overwrite each other.",
-        "measured E2h; flight-recorder-and-reconfigure.md §1.2",
+        "observed on 2.15.0 (dynamic file name); docs/torch-versions.md",
     ),
 )
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["PREFIXES", "InstalledTorch", "find_installed_torch", "toggle_message", "warn_environment"]
 
 # Every name in _envvars.ENV_VARS that can produce a finding starts with one of these
-# (tests/backend/test_envwarnings.py keeps it so).
+# (tests/backend/test_warnings.py keeps it so).
 PREFIXES = ("TORCH_NCCL", "TORCH_DIST_USE_NCCL2", "NCCL_")
 _TOGGLE = "TORCH_DIST_USE_NCCL2"
 _GROUP = "[torch.distributed.backends]"

@@ -1,8 +1,8 @@
 """Torch-free facts about torch releases and the NCCL libraries they need.
 
 One place for version gates; the doctor, the codemod (``--target-torch``) and the
-backend package read them.  Sources: ``shared/reference/nccl2-compat.md`` §1, §6
-and ``flight-recorder-and-reconfigure.md`` §2.3.
+backend package read them.  Sources: ``docs/torch-versions.md`` ("Backend name resolution",
+"NCCL in each wheel", "Reconfigure").
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ NCCL_SHRINK_GROW_MIN = (2, 29, 0)  # ncclCommGrow/GetUniqueId; fast path compile
 # RCCL with ncclCommRevoke (ROCm 7.14).  Not in the 2.15 CUDA wheel: UNCONFIRMED for ROCm 2.15.
 RCCL_RECONFIGURE_MIN = (2, 30, 4)
 
-# init_process_group(device_id=...) exists from torch 2.3 (nccl2-compat.md §7 row 1): the
+# init_process_group(device_id=...) exists from torch 2.3 (docs/torch-versions.md, "Device binding"): the
 # device_id fixes (NCX130/NCX134) would be a TypeError on an older release.
 DEVICE_ID_FROM = (2, 3)
 

@@ -10,7 +10,7 @@ Two halves:
   ``libnccl`` file the process actually mapped.
 
 Importing this module never imports torch.  Facts come from
-``shared/reference/nccl2-compat.md`` §1, §6 and the 2.15.0 ``distributed_c10d.py`` (the
+``docs/torch-versions.md`` ("Backend name resolution", "NCCL in each wheel") and the 2.15.0 ``distributed_c10d.py`` (the
 ``"nccl"`` registrar at :961-983 picks ``_create_nccl2_process_group`` unless
 ``TORCH_DIST_USE_NCCL2 == "0"``).
 """

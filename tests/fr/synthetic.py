@@ -5,7 +5,7 @@
 collectives of the default group (all retired), then every rank but ``culprit``
 enqueued one more all_reduce that never completes; the culprit's window ends one
 collective earlier.  Shapes, keys and types are what torch 2.15's gloo recorder
-writes (flight-recorder-and-reconfigure.md §1.4), with pg_config already named
+writes (docs/torch-versions.md, "Flight recorder per backend"), with pg_config already named
 (as the ncclx watchdog writes it), so torchfrtrace reads the folder as is.
 """
 

@@ -1,5 +1,5 @@
 """`ncclx fr analyze` on dumps from real gloo runs (each rank dumps through torch's API,
-as flight-recorder-and-reconfigure.md E2b), and agreement with torch's torchfrtrace."""
+as torch 2.15.0 writes them), and agreement with torch's torchfrtrace."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_healthy_run_exits_zero(scenario) -> None:
 
 
 def test_torch_alone_leaves_no_dump_for_gloo(scenario) -> None:
-    """E2a: gloo never dumps on a timeout by itself, whatever TORCH_FR_DUMP_ON_TIMEOUT says."""
+    """gloo never dumps on a timeout by itself, whatever TORCH_FR_DUMP_ON_TIMEOUT says."""
     run = scenario("skip", world=3, culprit=1, mode="none", TORCH_FR_DUMP_ON_TIMEOUT="1")
     assert any("collective #3 raised" in o for o in run.outputs), run.outputs
     assert run.files() == []
@@ -131,7 +131,7 @@ def torchs(scenario, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verd
 
 
 def test_torchfrtrace_crashes_on_raw_gloo_dumps(torchs) -> None:
-    """E2b: the gloo pg_config defect; the reason `ncclx fr repair` exists."""
+    """The gloo pg_config defect; the reason `ncclx fr repair` exists."""
     verdict = torchs["raw skip"]
     assert "KeyError: ('0', 0)" in verdict.output
 

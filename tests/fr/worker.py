@@ -9,7 +9,7 @@ SCENARIO: ok | skip (CULPRIT never enters all_reduce #3) | exit (CULPRIT exits
 before #3) | type (CULPRIT calls broadcast as collective #3) | subgroup (#3 on a
 subgroup of ranks 1..world-1, CULPRIT skips it) | barrier (#3 is a barrier, CULPRIT skips it).
 DUMPMODE: none (torch alone) | manual (each rank calls torch's dump API itself,
-as in flight-recorder-and-reconfigure.md E2b; manual-json: the JSON dump) | watchdog (ncclx_migrate.enable_hang_dump)
+as torch writes it; manual-json: the JSON dump) | watchdog (ncclx_migrate.enable_hang_dump)
 | env (only `import ncclx_migrate`, with NCCLX_HANG_DUMP set by the caller).
 Env: GLOO_TIMEOUT (s, default 4), SKIP_SLEEP (s the culprit stays out, default GLOO_TIMEOUT+2), HANG_DUMP (s, default 1.5), HANG_DUMP_STACKS (0/1:
 watchdog dumps with stack traces; torch's first one imports torch._inductor, seconds

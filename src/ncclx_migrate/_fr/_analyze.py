@@ -241,7 +241,7 @@ def analyze(dumps: DumpSet) -> Diagnosis:
                     configs[gname] = (g.desc, sorted(r for r in by_rank if gname in by_rank[r].groups))
         for name in sorted(configs, key=lambda n: (len(n), n)):
             desc, members = configs[name]
-            # desc from entries when the config has none (E2d's creator leaves it '').
+            # desc from entries when the config has none (a group whose creator set no name leaves it '').
             if not desc:
                 desc = next((d.groups[name].desc for d in by_rank.values() if name in d.groups), "")
             all_members.update(members)

@@ -1,6 +1,6 @@
 """Dump the flight recorder(s) of a live process, on torch 2.13, 2.14 and 2.15.
 
-Recorders (``shared/reference/nccl2-compat.md`` §4, ``flight-recorder-and-reconfigure.md`` §1):
+Recorders (``docs/torch-versions.md``, "Flight recorder per backend"):
 
 * 2.15: one recorder per backend name.  gloo records natively into ``"gloo"``;
   FlightRecorderHook records nccl2 / nccl-lazy / other hooked backends into a
@@ -138,7 +138,7 @@ def live_pg_config() -> dict[str, dict[str, str]]:
     """Exact ``pg_config`` from this process's groups (name, desc, global ranks in group order).
 
     gloo records its pg_config in the constructor, before c10d sets the name and
-    ranks, so its own is keyed ``''`` and crashes torchfrtrace (E1, E2b).
+    ranks, so its own is keyed ``''`` and crashes torchfrtrace (``tests/fr/test_analyze_real_dumps.py``).
     """
     from torch.distributed import distributed_c10d as dc
 
@@ -159,7 +159,7 @@ def _repair_config(dump: Dump, live: dict[str, dict[str, str]]) -> None:
     config = dump.get("pg_config")
     if not isinstance(config, dict):
         config = {}
-    config.pop("", None)  # gloo's constructor-time entry with no name (E1)
+    config.pop("", None)  # gloo's constructor-time entry with no name
     for name, row in live.items():
         config[name] = dict(row)
     dump["pg_config"] = config

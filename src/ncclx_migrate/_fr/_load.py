@@ -11,7 +11,7 @@ escaped.  Known defects repaired here:
 
 * gloo's ``pg_config`` is keyed ``''`` (it is recorded in the ProcessGroupGloo
   constructor, before c10d names the group), so torchfrtrace raises
-  ``KeyError: ('0', 0)`` (flight-recorder-and-reconfigure.md E1, E2b, E2c).
+  ``KeyError: ('0', 0)`` (observed on 2.15.0; ``tests/fr/test_analyze_real_dumps.py``).
 * JSON dumps carry ``pg_status`` values as strings and ``process_group`` as a list.
 """
 

@@ -20,7 +20,7 @@ def default_prefix(environ: Mapping[str, str]) -> str:
 def dump_prefix(environ: Mapping[str, str] | None = None) -> str:
     """The dump file prefix: first of TORCH_FR_DUMP_TEMP_FILE, its old alias, the default.
 
-    c10d's getCvar takes the first name that is set and non-empty (E2h).
+    c10d's getCvar takes the first name that is set and non-empty (observed on 2.15.0).
     """
     env = os.environ if environ is None else environ
     for name in FR_DUMP_FILE_NAMES:
@@ -34,7 +34,7 @@ def rank_dump_path(rank: int, environ: Mapping[str, str] | None = None) -> Path:
     """``<prefix><rank>``: the file torch's own DebugInfoWriter writes for this rank.
 
     TORCH_FR_DUMP_DYNAMIC_FILE_NAME=1 makes torch drop the rank suffix so ranks
-    overwrite each other (E2h); ncclx always appends the rank.
+    overwrite each other (observed on 2.15.0); ncclx always appends the rank.
     """
     return Path(dump_prefix(environ) + str(rank))
 

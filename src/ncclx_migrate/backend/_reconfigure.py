@@ -1,6 +1,6 @@
 """``reconfigure()``: torch's experimental ``_reconfigure`` (2.14+) without its sharp edges.
 
-torch's edges (flight-recorder-and-reconfigure.md §2, E3, measured on gloo):
+torch's edges (docs/torch-versions.md, "Reconfigure"; measured on gloo):
 
 * a uuid must be fresh for every reconfigure, and a reused one is rejected only on the
   new rank 0 while the other ranks "succeed" against the stale rendezvous;

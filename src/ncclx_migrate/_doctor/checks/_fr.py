@@ -1,6 +1,6 @@
 """flight-recorder: will a hang leave a usable trace, and where?
 
-Facts (flight-recorder-and-reconfigure.md §1.2-1.3, nccl2-compat.md §3-4, and measured here
+Facts (docs/torch-versions.md, "Flight recorder per backend" and "Environment variables", and measured here
 on 2.13.0/2.15.0 with a 1-rank gloo group):
 * buffer size: first of TORCH_FR_BUFFER_SIZE, TORCH_NCCL_TRACE_BUFFER_SIZE that is set; 0
   records nothing; a negative value does NOT turn it off: the ring loses its bound (-1 kept

@@ -1,7 +1,7 @@
 """gpu-binding: the GPUs this rank sees and the one nccl2 will bind.
 
 nccl2 in 2.15 binds ``cuda:(LOCAL_RANK % device_count)`` (or ``RANK % count`` without
-LOCAL_RANK) at group creation and ignores ``torch.cuda.set_device`` (nccl2-compat.md §2.5,
+LOCAL_RANK) at group creation and ignores ``torch.cuda.set_device`` (docs/torch-versions.md, "Device binding";
 ``distributed_c10d.py:820-849`` 2.15.0).  Two ranks on one GPU make NCCL fail with
 "Duplicate GPU detected" (torchrec PR #4666).
 """
