@@ -150,7 +150,12 @@ def migrate(
         # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
         click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
     else:
-        click.echo(render(fmt, results, report.files_scanned, view=view), nl=False, color=color)
+        project = None
+        if fmt == "json":
+            from ._project import project_info
+
+            project = project_info(paths[0], target)
+        click.echo(render(fmt, results, report.files_scanned, view=view, project=project), nl=False, color=color)
     for line in unchecked:
         click.echo(f"ncclx migrate: error: {line}", err=True)
     sys.exit(2 if unchecked else _exit_code(results, mode))

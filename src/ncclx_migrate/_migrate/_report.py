@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
@@ -29,9 +30,10 @@ def _errors(results: Sequence[FileResult]) -> list[dict[str, str]]:
     return [{"path": r.path, "message": r.error} for r in results if r.error]
 
 
-def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
+def render_json(results: Sequence[FileResult], files_scanned: int, project: dict[str, Any] | None = None) -> str:
     doc = {
         "schema": SCHEMA,
+        **({} if project is None else {"project": project}),  # which repository (ncclx report reads it)
         "files_scanned": files_scanned,
         "findings": [f.as_json() for f in _all_findings(results)],
         "errors": _errors(results),
@@ -281,13 +283,13 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
 
 def render(
     fmt: str, results: Sequence[FileResult], files_scanned: int, dry_run: bool = False,
-    view: TextView | None = None,
+    view: TextView | None = None, project: dict[str, Any] | None = None,
 ) -> str:
     if fmt == "text":
         return render_text(results, files_scanned, dry_run, view)
+    if fmt == "json":
+        return render_json(results, files_scanned, project)
     return {
-        "text": render_text,
-        "json": render_json,
         "sarif": render_sarif,
         "github": render_github,
     }[fmt](results, files_scanned)

@@ -1,0 +1,401 @@
+"""Adding reports up: one row per repository, per owner and per job, and the trend.
+
+A repository's findings are counted as its report is read and then dropped: the roll-up keeps
+counts, a bounded list of files per owner, and per repository one fingerprint per open
+finding (8 bytes) so that the next roll-up can tell fixed from new (``--previous``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import posixpath
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .._codeowners import Owners
+from .._migrate._rules import ROLLBACK_CODES, RULES, SEVERITIES, severity
+from ._inputs import Doc
+
+__all__ = ["FILES_PER_OWNER", "NO_CODEOWNERS", "SCHEMA", "UNOWNED", "BadReport", "Rollup"]
+
+SCHEMA = "ncclx.report/1"
+UNOWNED = "(no owner)"  # a CODEOWNERS exists but no rule with owners matches
+NO_CODEOWNERS = "(no CODEOWNERS)"
+FILES_PER_OWNER = 200  # the page and JSON list an owner's files up to this; counts cover all
+_FP_BYTES = 8
+_LINE_REF = re.compile(r"\bline \d+")  # "picked on line 12": a finding keeps its identity when lines move
+_CPP = frozenset(r.code for r in RULES if r.files.startswith("C++"))
+
+
+class BadReport(ValueError):
+    """A report whose schema is right but whose content is not (one-line reason)."""
+
+
+def _counts() -> dict[str, int]:
+    return dict.fromkeys(SEVERITIES, 0)
+
+
+@dataclass
+class Repo:
+    key: str
+    name: str
+    source: str
+    remote: str | None
+    commit: str | None
+    target_torch: str | None
+    files_scanned: int
+    errors: int
+    severity: dict[str, int] = field(default_factory=_counts)
+    findings: int = 0
+    write: int = 0  # fixable with --write (safe fixes)
+    unsafe: int = 0  # fixable with --unsafe-fixes only
+    cpp: int = 0
+    toggles: int = 0
+    codeowners: str | None = None
+    fingerprints: bytes = b""
+    trend: dict[str, int] | None = None
+
+    @property
+    def one_write_away(self) -> bool:
+        return self.findings > 0 and self.write == self.findings and not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "key": self.key, "source": self.source, "remote": self.remote,
+            "commit": self.commit, "target_torch": self.target_torch, "codeowners": self.codeowners,
+            "files_scanned": self.files_scanned, "errors": self.errors, "findings": self.findings,
+            "severity": self.severity, "write": self.write, "unsafe": self.unsafe, "cpp": self.cpp,
+            "toggles": self.toggles, "one_write_away": self.one_write_away, "trend": self.trend,
+            "fingerprints": base64.b64encode(self.fingerprints).decode("ascii"),
+        }
+
+
+@dataclass
+class Owner:
+    name: str
+    severity: dict[str, int] = field(default_factory=_counts)
+    findings: int = 0
+    write: int = 0
+    toggles: int = 0
+    repositories: set[str] = field(default_factory=set)
+    files: list[tuple[str, str, int]] = field(default_factory=list)  # (repository, path, findings)
+    files_total: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "owner": self.name, "findings": self.findings, "severity": self.severity, "write": self.write,
+            "toggles": self.toggles, "repositories": len(self.repositories), "files_total": self.files_total,
+            "files": [{"repository": r, "path": p, "findings": n} for r, p, n in self.files],
+        }
+
+
+@dataclass
+class Job:
+    label: str
+    sources: list[str] = field(default_factory=list)
+    levels: set[str] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
+    torch: set[str] = field(default_factory=set)
+    builds: set[str] = field(default_factory=set)
+    nccl: set[str] = field(default_factory=set)
+    rccl: set[str] = field(default_factory=set)
+    toggle: set[str] = field(default_factory=set)
+    extensions: set[str] = field(default_factory=set)
+    failed: int = 0
+    warned: int = 0
+
+    @property
+    def legacy(self) -> bool:
+        return "nccl-legacy" in self.builds
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "sources": self.sources, "levels": sorted(self.levels), "hosts": sorted(self.hosts),
+            "torch": sorted(self.torch), "builds": sorted(self.builds), "legacy": self.legacy,
+            "nccl": sorted(self.nccl), "rccl": sorted(self.rccl), "toggle": sorted(self.toggle),
+            "legacy_extensions": sorted(self.extensions), "failed": self.failed, "warned": self.warned,
+        }
+
+
+def _fingerprint(code: str, path: str, message: str, given: object, seen: Counter[bytes]) -> bytes:
+    """8 bytes that name a finding across runs: its own fingerprint where the report has one,
+    else rule, path and message (line references dropped) with the occurrence among equals."""
+    if isinstance(given, str) and given:
+        key = given.encode()
+    else:
+        if "line " in message:
+            message = _LINE_REF.sub("line", message)
+        key = f"{code}\0{path}\0{message}".encode()
+    n = seen[key]
+    seen[key] = n + 1
+    return hashlib.blake2b(key + b"\0%d" % n, digest_size=_FP_BYTES).digest()
+
+
+class _PathMap:
+    """A finding's path as the repository root names it (CODEOWNERS matches those)."""
+
+    def __init__(self, project: dict[str, Any]) -> None:
+        directory = project.get("directory")
+        base = project.get("base")
+        self.directory = directory.rstrip("/") + "/" if isinstance(directory, str) and directory else None
+        self.base = base if isinstance(base, str) and base not in ("", ".") else ""
+        self.cache: dict[str, str | None] = {}
+
+    def __call__(self, path: str) -> str | None:
+        got = self.cache.get(path, "")
+        if got != "":
+            return got
+        p = path.replace("\\", "/")
+        if p.startswith("/"):
+            rel: str | None = p[len(self.directory):] if self.directory and p.startswith(self.directory) else None
+        else:
+            rel = posixpath.normpath(posixpath.join(self.base, p)) if self.base else posixpath.normpath(p)
+        if rel is not None and (rel == ".." or rel.startswith("../")):
+            rel = None  # outside the repository: no CODEOWNERS rule speaks for it
+        self.cache[path] = rel
+        return rel
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class Rollup:
+    def __init__(self) -> None:
+        self.repos: dict[str, Repo] = {}
+        self.owners: dict[str, Owner] = {}
+        self.jobs: dict[str, Job] = {}
+        self.skipped: list[tuple[str, str]] = []
+        self.previous: dict[str, Any] | None = None
+
+    # -- repositories -------------------------------------------------------------------------
+
+    def add_migrate(self, doc: Doc) -> None:
+        """Count one repository's report; raise BadReport before counting anything of a bad one."""
+        data = doc.data
+        findings = data.get("findings")
+        errors = data.get("errors", [])
+        if not isinstance(findings, list) or not isinstance(errors, list):
+            raise BadReport('"findings" and "errors" must be lists')
+        project = data.get("project")
+        if project is not None and not isinstance(project, dict):
+            raise BadReport('"project" must be an object')
+        project = project or {}
+        name = _str(project.get("name")) or posixpath.splitext(posixpath.basename(doc.path.replace("\\", "/")))[0]
+        remote = _str(project.get("remote"))
+        key = remote or (_str(project.get("directory")) or name)
+        if key in self.repos:
+            raise BadReport(f"a second report of repository {name} (the first: {self.repos[key].source})")
+        owners_obj = project.get("codeowners")
+        owners = None
+        if isinstance(owners_obj, dict) and isinstance(owners_obj.get("rules"), list):
+            rules = [(p, [o for o in os_ if isinstance(o, str)]) for p, os_ in
+                     (r for r in owners_obj["rules"] if isinstance(r, list) and len(r) == 2)
+                     if isinstance(p, str) and isinstance(os_, list)]
+            owners = Owners(rules)
+        files_scanned = data.get("files_scanned")
+        repo = Repo(key=key, name=name, source=doc.path, remote=remote, commit=_str(project.get("commit")),
+                    target_torch=_str(project.get("target_torch")),
+                    files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
+                    codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
+        sev = repo.severity
+        per_owner_file: Counter[tuple[str, str]] = Counter()
+        per_owner: dict[str, Owner] = {}
+        to_root = _PathMap(project)
+        seen: Counter[bytes] = Counter()
+        fps: list[bytes] = []
+        for n, f in enumerate(findings):
+            if not isinstance(f, dict):
+                raise BadReport(f"findings[{n}] is not an object")
+            code, path, message, fix = f.get("code"), f.get("path"), f.get("message"), f.get("fix")
+            if not (isinstance(code, str) and isinstance(path, str) and isinstance(message, str)):
+                raise BadReport(f"findings[{n}] lacks a code, path or message")
+            if f.get("applied") is True:
+                continue  # fixed by the run that wrote the report
+            s = severity(code, message)
+            sev[s] += 1
+            write = fix == "safe"
+            repo.write += write
+            repo.unsafe += fix == "unsafe"
+            repo.cpp += code in _CPP
+            toggle = code in ROLLBACK_CODES
+            repo.toggles += toggle
+            fps.append(_fingerprint(code, path, message, f.get("fingerprint"), seen))
+            if owners is None:
+                names: tuple[str, ...] = (NO_CODEOWNERS,)
+                rel = to_root(path) or path
+            else:
+                rel = to_root(path) or path
+                names = owners(rel) if to_root(path) is not None else ()
+                names = names or (UNOWNED,)
+            for who in names:
+                o = per_owner.get(who)
+                if o is None:
+                    o = per_owner[who] = self.owners.get(who) or self.owners.setdefault(who, Owner(who))
+                o.severity[s] += 1
+                o.findings += 1
+                o.write += write
+                o.toggles += toggle
+                per_owner_file[(who, rel)] += 1
+        repo.findings = len(fps)
+        fps.sort()
+        repo.fingerprints = b"".join(fps)
+        for (who, rel), count in per_owner_file.items():
+            o = self.owners[who]
+            o.repositories.add(key)
+            o.files_total += 1
+            if len(o.files) < FILES_PER_OWNER:
+                o.files.append((name, rel, count))
+        self.repos[key] = repo
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def add_doctor(self, doc: Doc) -> None:
+        from .._doctor._model import Report, ReportError
+
+        try:
+            report = Report.from_json(doc.data)
+        except ReportError as exc:
+            raise BadReport(str(exc)) from None
+        base = posixpath.basename(doc.path.replace("\\", "/"))
+        label = report.label or f"{report.host} ({base})"
+        job = self.jobs.get(label) or self.jobs.setdefault(label, Job(label))
+        job.sources.append(doc.path)
+        job.levels.add(report.level)
+        job.hosts.add(report.host)
+        if report.torch:
+            job.torch.add(report.torch)
+        for c in report.checks:
+            job.failed += c.status.value in ("fail", "error")
+            job.warned += c.status.value == "warn"
+        facts = _doctor_facts(report)
+        for fact, into in (("nccl-resolution.implementation", job.builds), ("nccl-version.runtime", job.nccl),
+                           ("rccl-version.runtime", job.rccl), ("legacy-toggle.value", job.toggle)):
+            into.update(str(v) for v in facts.get(fact, ()) if v is not None)
+        for v in facts.get("compiled-extensions.legacy_only_packages", ()):
+            if isinstance(v, list):
+                job.extensions.update(str(x) for x in v)
+
+    # -- trend --------------------------------------------------------------------------------
+
+    def set_previous(self, data: dict[str, Any]) -> None:
+        self.previous = data
+
+    def _trend(self) -> dict[str, Any] | None:
+        if self.previous is None:
+            return None
+        before: dict[str, bytes] = {}
+        for r in self.previous.get("repositories") or []:
+            if isinstance(r, dict) and isinstance(r.get("key"), str):
+                try:
+                    before[r["key"]] = base64.b64decode(r.get("fingerprints") or "", validate=True)
+                except ValueError:
+                    before[r["key"]] = b""
+        fixed = new = 0
+        for repo in self.repos.values():
+            if repo.key not in before:
+                repo.trend = {"fixed": 0, "new": repo.findings}
+                new += repo.findings
+                continue
+            old = Counter(_split(before[repo.key]))
+            now = Counter(_split(repo.fingerprints))
+            repo.trend = {"fixed": sum((old - now).values()), "new": sum((now - old).values())}
+            fixed += repo.trend["fixed"]
+            new += repo.trend["new"]
+        totals = self.previous.get("totals")
+        totals = totals if isinstance(totals, dict) else {}
+        return {
+            "previous": _str(self.previous.get("generated")),
+            "fixed": fixed, "new": new,
+            "findings_before": totals.get("findings") if isinstance(totals.get("findings"), int) else None,
+            "repositories_not_reported": sorted(
+                str(r.get("name")) for r in self.previous.get("repositories") or []
+                if isinstance(r, dict) and r.get("key") not in self.repos),
+            "repositories_added": sorted(r.name for r in self.repos.values() if r.key not in before),
+        }
+
+    # -- the result ---------------------------------------------------------------------------
+
+    def to_json(self, now: datetime | None = None) -> dict[str, Any]:
+        generated = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+        trend = self._trend()
+        repos = sorted(self.repos.values(),
+                       key=lambda r: (-r.severity["break"], -r.toggles, -r.findings, r.name, r.key))
+        sev = _counts()
+        for r in repos:
+            for k, v in r.severity.items():
+                sev[k] += v
+        jobs = sorted(self.jobs.values(), key=lambda j: (not j.legacy, -j.failed, j.label))
+        totals = {
+            "repositories": len(repos), "jobs": len(jobs),
+            "findings": sum(r.findings for r in repos), "severity": sev,
+            "write": sum(r.write for r in repos), "unsafe": sum(r.unsafe for r in repos),
+            "cpp": sum(r.cpp for r in repos), "toggles": sum(r.toggles for r in repos),
+            "clean": sum(r.findings == 0 and not r.errors for r in repos),
+            "one_write_away": sum(r.one_write_away for r in repos),
+            "jobs_legacy": sum(j.legacy for j in jobs),
+        }
+        history = [h for h in (self.previous or {}).get("history") or [] if isinstance(h, dict)]
+        history.append({"at": generated, "findings": totals["findings"], "break": sev["break"],
+                        "toggles": totals["toggles"], "jobs_legacy": totals["jobs_legacy"]})
+        owners = sorted(self.owners.values(), key=lambda o: (o.name.startswith("("), -o.severity["break"],
+                                                            -o.findings, o.name))
+        return {
+            "schema": SCHEMA,
+            "generated": generated,
+            "totals": totals,
+            "rollback": {
+                "toggles": totals["toggles"],
+                "repositories_with_toggles": [r.name for r in repos if r.toggles],
+                "breaks": sev["break"],
+                "repositories_with_breaks": [r.name for r in repos if r.severity["break"]],
+                "jobs_legacy": [j.label for j in jobs if j.legacy],
+                "legacy_extensions": sorted({e for j in jobs for e in j.extensions}),
+            },
+            "one_write_away": sorted(r.name for r in repos if r.one_write_away),
+            "trend": trend,
+            "history": history,
+            "repositories": [r.to_json() for r in repos],
+            "owners": [o.to_json() for o in owners],
+            "jobs": [j.to_json() for j in jobs],
+            "skipped": [{"path": p, "why": w} for p, w in self.skipped],
+        }
+
+
+def _split(blob: bytes) -> Iterable[bytes]:
+    return (blob[i:i + _FP_BYTES] for i in range(0, len(blob) - _FP_BYTES + 1, _FP_BYTES))
+
+
+def _doctor_facts(report: Any) -> dict[str, list[Any]]:
+    """Each fingerprint fact's values in a job's report: read from the checks of one process's
+    report, or from cluster-consistency's agreed and divergent facts in a merged one."""
+    out: dict[str, list[Any]] = {}
+    consistency = report.get("cluster-consistency")
+    if consistency is not None and isinstance(consistency.details.get("divergent"), list):
+        for fact, value in (consistency.details.get("agreed") or {}).items():
+            out.setdefault(fact, []).append(value)
+        for d in consistency.details["divergent"]:
+            if isinstance(d, dict) and isinstance(d.get("fact"), str):
+                vals = out.setdefault(d["fact"], [])
+                vals.append(d.get("majority"))
+                vals.extend(m.get("value") for m in d.get("minority") or [] if isinstance(m, dict))
+        if out or report.level in ("merge", "cluster"):
+            return out
+    for cid, key in (("nccl-resolution", "implementation"), ("nccl-version", "runtime"),
+                     ("rccl-version", "runtime"), ("legacy-toggle", "value"),
+                     ("compiled-extensions", "legacy_only_packages")):
+        check = report.get(cid)
+        if check is None:
+            continue
+        value = check.details.get(key)
+        if value is None and key == "runtime":  # --level static loads nothing: the pinned wheel says
+            pinned = check.details.get("pinned")
+            value = pinned.partition("==")[2] or None if isinstance(pinned, str) else check.details.get("build")
+        if key in check.details or value is not None:
+            out[f"{cid}.{key}"] = [value]
+    return out
