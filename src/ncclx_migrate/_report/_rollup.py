@@ -11,8 +11,9 @@ import base64
 import hashlib
 import posixpath
 import re
+import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -28,6 +29,7 @@ UNOWNED = "(no owner)"  # a CODEOWNERS exists but no rule with owners matches
 NO_CODEOWNERS = "(no CODEOWNERS)"
 FILES_PER_OWNER = 200  # the page and JSON list an owner's files up to this; counts cover all
 _FP_BYTES = 8
+_FP_MAX = 1 << 64
 _LINE_REF = re.compile(r"\bline \d+")  # "picked on line 12": a finding keeps its identity when lines move
 _CPP = frozenset(r.code for r in RULES if r.files.startswith("C++"))
 
@@ -122,18 +124,18 @@ class Job:
         }
 
 
-def _fingerprint(code: str, path: str, message: str, given: object, seen: Counter[bytes]) -> bytes:
-    """8 bytes that name a finding across runs: its own fingerprint where the report has one,
-    else rule, path and message (line references dropped) with the occurrence among equals."""
+def _fingerprints(code: str, path: str, message: str, given: object, n: int) -> range:
+    """8-byte names of ``n`` equal findings across runs: from the report's own fingerprint where
+    it has one, else rule, path and message (line references dropped); the k-th of equal
+    findings is the k-th number from there."""
     if isinstance(given, str) and given:
         key = given.encode()
     else:
         if "line " in message:
             message = _LINE_REF.sub("line", message)
         key = f"{code}\0{path}\0{message}".encode()
-    n = seen[key]
-    seen[key] = n + 1
-    return hashlib.blake2b(key + b"\0%d" % n, digest_size=_FP_BYTES).digest()
+    base = int.from_bytes(hashlib.blake2b(key, digest_size=_FP_BYTES).digest(), "little") % (_FP_MAX - n)
+    return range(base, base + n)
 
 
 class _PathMap:
@@ -172,6 +174,7 @@ class Rollup:
         self.jobs: dict[str, Job] = {}
         self.skipped: list[tuple[str, str]] = []
         self.previous: dict[str, Any] | None = None
+        self._severities: dict[tuple[str, str], str] = {}  # messages repeat across repositories
 
     # -- repositories -------------------------------------------------------------------------
 
@@ -203,48 +206,59 @@ class Rollup:
                     target_torch=_str(project.get("target_torch")),
                     files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
                     codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
+        # One pass that only counts equal findings (the cost per finding is one tuple), then
+        # the work per distinct (path, code, message, fix): severity, owners, fingerprints.
+        groups: Counter[tuple[Any, ...]] = Counter()
+        try:
+            if findings and "fingerprint" in findings[0]:  # the report names its findings itself
+                for f in findings:
+                    if f.get("applied") is not True:
+                        groups[(f["path"], f["code"], f["message"], f["fix"], f["fingerprint"])] += 1
+            else:
+                for f in findings:
+                    if f.get("applied") is not True:
+                        groups[(f["path"], f["code"], f["message"], f["fix"])] += 1
+        except (KeyError, TypeError, AttributeError):
+            raise BadReport("a finding lacks its path, code, message or fix") from None
         sev = repo.severity
         per_owner_file: Counter[tuple[str, str]] = Counter()
-        per_owner: dict[str, Owner] = {}
         to_root = _PathMap(project)
-        seen: Counter[bytes] = Counter()
-        fps: list[bytes] = []
-        for n, f in enumerate(findings):
-            if not isinstance(f, dict):
-                raise BadReport(f"findings[{n}] is not an object")
-            code, path, message, fix = f.get("code"), f.get("path"), f.get("message"), f.get("fix")
-            if not (isinstance(code, str) and isinstance(path, str) and isinstance(message, str)):
-                raise BadReport(f"findings[{n}] lacks a code, path or message")
-            if f.get("applied") is True:
-                continue  # fixed by the run that wrote the report
-            s = severity(code, message)
-            sev[s] += 1
-            write = fix == "safe"
-            repo.write += write
-            repo.unsafe += fix == "unsafe"
-            repo.cpp += code in _CPP
-            toggle = code in ROLLBACK_CODES
-            repo.toggles += toggle
-            fps.append(_fingerprint(code, path, message, f.get("fingerprint"), seen))
-            if owners is None:
-                names: tuple[str, ...] = (NO_CODEOWNERS,)
-                rel = to_root(path) or path
-            else:
-                rel = to_root(path) or path
-                names = owners(rel) if to_root(path) is not None else ()
-                names = names or (UNOWNED,)
+        whose: dict[str, tuple[tuple[str, ...], str]] = {}  # path -> (owners, path in the repository)
+        severities = self._severities
+        fps = array("Q")
+        for group, n in groups.items():
+            path, code, message, fix = group[:4]
+            s = severities.get((code, message))
+            if s is None:
+                if not (isinstance(path, str) and isinstance(code, str) and isinstance(message, str)):
+                    raise BadReport("a finding's path, code or message is not a string")
+                s = severities[(code, message)] = severity(code, message)
+            elif not isinstance(path, str):
+                raise BadReport("a finding's path is not a string")
+            sev[s] += n
+            repo.write += n if fix == "safe" else 0
+            repo.unsafe += n if fix == "unsafe" else 0
+            repo.cpp += n if code in _CPP else 0
+            repo.toggles += n if code in ROLLBACK_CODES else 0
+            fps.extend(_fingerprints(code, path, message, group[4] if len(group) > 4 else None, n))
+            got = whose.get(path)
+            if got is None:
+                rel = to_root(path)
+                if owners is None:
+                    names: tuple[str, ...] = (NO_CODEOWNERS,)
+                else:
+                    names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
+                got = whose[path] = (names, rel if rel is not None else path)
+            names, shown = got
             for who in names:
-                o = per_owner.get(who)
-                if o is None:
-                    o = per_owner[who] = self.owners.get(who) or self.owners.setdefault(who, Owner(who))
-                o.severity[s] += 1
-                o.findings += 1
-                o.write += write
-                o.toggles += toggle
-                per_owner_file[(who, rel)] += 1
+                o = self.owners.get(who) or self.owners.setdefault(who, Owner(who))
+                o.severity[s] += n
+                o.findings += n
+                o.write += n if fix == "safe" else 0
+                o.toggles += n if code in ROLLBACK_CODES else 0
+                per_owner_file[(who, shown)] += n
         repo.findings = len(fps)
-        fps.sort()
-        repo.fingerprints = b"".join(fps)
+        repo.fingerprints = _pack(array("Q", sorted(fps)))
         for (who, rel), count in per_owner_file.items():
             o = self.owners[who]
             o.repositories.add(key)
@@ -367,8 +381,18 @@ class Rollup:
         }
 
 
-def _split(blob: bytes) -> Iterable[bytes]:
-    return (blob[i:i + _FP_BYTES] for i in range(0, len(blob) - _FP_BYTES + 1, _FP_BYTES))
+def _pack(numbers: array[int]) -> bytes:
+    if sys.byteorder == "big":  # the roll-up JSON is little-endian wherever it was written
+        numbers.byteswap()
+    return numbers.tobytes()
+
+
+def _split(blob: bytes) -> array[int]:
+    out = array("Q")
+    out.frombytes(blob[: len(blob) - len(blob) % _FP_BYTES])
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
 
 
 def _doctor_facts(report: Any) -> dict[str, list[Any]]:

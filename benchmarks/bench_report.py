@@ -1,0 +1,134 @@
+"""The fleet roll-up at scale: `ncclx report` over thousands of repositories' reports.
+
+    python benchmarks/bench_report.py [--repos 5000] [--findings 200] [--jobs 500]
+
+Writes ``--repos`` `ncclx migrate --format json` reports of ``--findings`` findings each (rule
+codes, messages, fix kinds and details as the codemod writes them, spread over 40 files per
+repository; a CODEOWNERS of 12 rules in each `project` object) and ``--jobs`` doctor reports
+(one real `ncclx doctor --level static` report, relabelled; every tenth on legacy NCCL), then
+runs `ncclx report FOLDER --format json --html PAGE` once, and again with `--previous` the
+first roll-up, in a fresh process each.  Prints a markdown table: input size, wall time, peak
+memory (the child's max RSS) and output sizes.  Targets (issue 26): 5,000 x 200 in under 10 s
+and 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (code, fix, message, severity-bearing detail) as the codemod words them.
+SHAPES = [
+    ("NCX101", "unsafe", "TORCH_DIST_USE_NCCL2=0 rolls back to legacy: remove it once on nccl2"),
+    ("NCX110", "safe", "isinstance against ProcessGroupNCCL is False under nccl2: test every NCCL class"),
+    ("NCX111", "safe", "_set_default_timeout exists only on legacy ProcessGroupNCCL"),
+    ("NCX120", "safe", "TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated: add TORCH_FR_BUFFER_SIZE"),
+    ("NCX123", "safe", "NCCL_ASYNC_ERROR_HANDLING is deprecated: add TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+    ("NCX130", "unsafe", "nccl2 ignores the GPU from LOCAL_RANK (line 12): pass device_id= (hardening)"),
+    ("NCX134", "none", "nccl2 ignores the GPU picked on line 40: pass device_id= (maybe a break)"),
+    ("NCX201", "unsafe", "TORCH_DIST_USE_NCCL2=0 rolls back to legacy: remove it once on nccl2"),
+    ("NCX203", "safe", "TORCH_NCCL_DUMP_ON_TIMEOUT is deprecated: add TORCH_FR_DUMP_ON_TIMEOUT"),
+    ("NCX301", "none", "dynamic_cast to legacy ProcessGroupNCCL is null under nccl2: test nccl2 too"),
+]
+DETAIL = ("Under torch 2.15 the backend named nccl is ProcessGroupNCCL2; the legacy class survives only "
+          "as the rollback announced for 2.15 (TORCH_DIST_USE_NCCL2=0 or nccl-legacy). See ncclx explain.")
+TEAMS = ["@org/platform", "@org/train", "@org/infra", "@org/data", "@org/eval", "@org/inference"]
+
+
+def _repo_report(i: int, findings: int, rng: random.Random) -> dict[str, Any]:
+    files = [f"{d}/mod{n}.py" for d in ("train", "tools", "launch", "eval", "src/pkg") for n in range(8)]
+    rules = [["*", [TEAMS[0]]], ["/train/", [TEAMS[1]]], ["/tools/", [TEAMS[2], TEAMS[0]]], ["*.sh", [TEAMS[2]]],
+             ["/eval/", [TEAMS[4]]], ["/src/pkg/", [TEAMS[rng.randrange(len(TEAMS))]]], ["docs/*", ["@org/docs"]],
+             ["**/legacy", []], ["/launch/", [f"@org/team-{i % 97}"]], ["/src/pkg/mod0.py", ["@someone"]],
+             ["/build/logs/", ["@org/ops"]], ["/launch/mod7.py", []]]
+    out = []
+    for n in range(findings):
+        code, fix, message = SHAPES[rng.randrange(len(SHAPES))]
+        out.append({"path": files[n % len(files)], "line": 10 + n, "column": 5, "code": code, "message": message,
+                    "detail": DETAIL, "fix": fix, "applied": False, "cell": None})
+    return {
+        "schema": "ncclx.migrate/1",
+        "project": {"name": f"repo-{i:05d}", "directory": f"/ci/work/repo-{i:05d}", "base": ".",
+                    "remote": f"https://git.example.invalid/org/repo-{i:05d}.git", "commit": f"{i:040x}",
+                    "target_torch": "2.14", "codeowners": {"path": ".github/CODEOWNERS", "rules": rules}},
+        "files_scanned": 400, "findings": out, "errors": [],
+    }
+
+
+def _generate(folder: Path, repos: int, findings: int, jobs: int) -> int:
+    rng = random.Random(26)
+    (folder / "repos").mkdir(parents=True)
+    (folder / "jobs").mkdir()
+    size = 0
+    for i in range(repos):
+        text = json.dumps(_repo_report(i, findings, rng), indent=2)
+        (folder / "repos" / f"repo-{i:05d}.json").write_text(text)
+        size += len(text)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
+    doctor = json.loads(subprocess.run([sys.executable, "-m", "ncclx_migrate", "doctor", "--level", "static",
+                                        "--format", "json"], capture_output=True, text=True, env=env).stdout)
+    for j in range(jobs):
+        doc = dict(doctor, label=f"node-{j:04d}/slurm-{100000 + j}")
+        if j % 10 == 0:
+            doc["checks"] = [dict(c, details=dict(c["details"], implementation="nccl-legacy"))
+                             if c["id"] == "nccl-resolution" else c for c in doctor["checks"]]
+        text = json.dumps(doc)
+        (folder / "jobs" / f"job-{j:04d}.json").write_text(text)
+        size += len(text)
+    return size
+
+
+def _run(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+    """Wall seconds and peak RSS (MB) of one `ncclx report` in a fresh process."""
+    code = ("import resource, sys, runpy\n"
+            "sys.argv = ['ncclx'] + sys.argv[1:]\n"
+            "try:\n    runpy.run_module('ncclx_migrate', run_name='__main__')\n"
+            "finally:\n    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, "report", *args], capture_output=True, env=env)
+    wall = time.perf_counter() - start
+    rss_kb = int(proc.stderr.decode().strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return wall, rss_kb / 1024, proc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repos", type=int, default=5000)
+    ap.add_argument("--findings", type=int, default=200)
+    ap.add_argument("--jobs", type=int, default=500)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        folder = Path(tmp)
+        start = time.perf_counter()
+        size = _generate(folder / "in", a.repos, a.findings, a.jobs)
+        made = time.perf_counter() - start
+        print(f"generated {a.repos:,} repository reports x {a.findings} findings and {a.jobs:,} job reports: "
+              f"{size / 2**20:,.0f} MB in {made:.0f} s\n")
+        print("| run | inputs | wall | peak RSS | roll-up JSON | page |")
+        print("|---|---|---|---|---|---|")
+        rows = [("first", []), ("with --previous", ["--previous", str(folder / "first.json")])]
+        for name, extra in rows:
+            page = folder / f"{name.split()[0]}.html"
+            wall, rss, proc = _run([str(folder / "in"), "--format", "json", "--html", str(page), *extra])
+            out = folder / ("first.json" if name == "first" else "second.json")
+            out.write_bytes(proc.stdout)
+            doc = json.loads(proc.stdout)
+            assert doc["totals"]["findings"] == a.repos * a.findings, doc["totals"]
+            print(f"| {name} | {a.repos:,} x {a.findings} + {a.jobs:,} jobs ({size / 2**20:,.0f} MB) | {wall:.1f} s "
+                  f"| {rss:,.0f} MB | {len(proc.stdout) / 2**20:,.1f} MB | {page.stat().st_size / 2**20:,.1f} MB |")
+
+
+if __name__ == "__main__":
+    main()
