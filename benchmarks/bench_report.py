@@ -7,8 +7,9 @@ codes, messages, fix kinds and details as the codemod writes them, spread over 4
 repository; a CODEOWNERS of 12 rules in each `project` object) and ``--jobs`` doctor reports
 (one real `ncclx doctor --level static` report, relabelled; every tenth on legacy NCCL), then
 runs `ncclx report FOLDER --format json --html PAGE` once, and again with `--previous` the
-first roll-up, in a fresh process each.  Prints a markdown table: input size, wall time, peak
-memory (the child's max RSS) and output sizes.  Targets (issue 26): 5,000 x 200 in under 10 s
+first roll-up, in a fresh process each.  Prints a markdown table: input size, wall time, CPU time
+of all its processes, peak memory (the main process's max RSS, and its largest worker's: the
+reports are read by up to min(CPUs, 8) workers) and output sizes.  Targets (issue 26): 5,000 x 200 in under 10 s
 and 300 MB.
 """
 
@@ -88,19 +89,23 @@ def _generate(folder: Path, repos: int, findings: int, jobs: int) -> int:
     return size
 
 
-def _run(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
-    """Wall seconds and peak RSS (MB) of one `ncclx report` in a fresh process."""
+def _run(args: list[str]) -> tuple[float, dict[str, float], subprocess.CompletedProcess[bytes]]:
+    """Wall seconds, CPU seconds and peak RSS (MB: the main process, its largest worker) of one
+    `ncclx report` in a fresh process."""
     code = ("import resource, sys, runpy\n"
             "sys.argv = ['ncclx'] + sys.argv[1:]\n"
             "try:\n    runpy.run_module('ncclx_migrate', run_name='__main__')\n"
-            "finally:\n    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+            "finally:\n"
+            "    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+            "    print(me.ru_maxrss, kids.ru_maxrss, me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,"
+            " file=sys.stderr)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, "report", *args], capture_output=True, env=env)
     wall = time.perf_counter() - start
-    rss_kb = int(proc.stderr.decode().strip().splitlines()[-1])
+    main_kb, worker_kb, cpu = proc.stderr.decode().strip().splitlines()[-1].split()
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    return wall, rss_kb / 1024, proc
+    return wall, {"main": int(main_kb) / 1024, "worker": int(worker_kb) / 1024, "cpu": float(cpu)}, proc
 
 
 def main() -> None:
@@ -116,19 +121,20 @@ def main() -> None:
         made = time.perf_counter() - start
         print(f"generated {a.repos:,} repository reports x {a.findings} findings and {a.jobs:,} job reports: "
               f"{size / 2**20:,.0f} MB in {made:.0f} s\n")
-        print("| run | inputs | wall | peak RSS | roll-up JSON | page |")
-        print("|---|---|---|---|---|---|")
+        print("| run | inputs | wall | CPU (all processes) | peak RSS: main, largest worker | roll-up JSON | page |")
+        print("|---|---|---|---|---|---|---|")
         rows = [("first", []), ("with --previous", ["--previous", str(folder / "first.json")])]
         for name, extra in rows:
             page = folder / f"{name.split()[0]}.html"
-            wall, rss, proc = _run([str(folder / "in"), "--format", "json", "--html", str(page), *extra])
+            wall, use, proc = _run([str(folder / "in"), "--format", "json", "--html", str(page), *extra])
             out = folder / ("first.json" if name == "first" else "second.json")
             out.write_bytes(proc.stdout)
             doc = json.loads(proc.stdout)
             assert doc["totals"]["findings"] == a.repos * a.findings, doc["totals"]
             print(f"| {name} | {a.repos:,} x {a.findings} + {a.jobs:,} jobs ({size / 2**20:,.0f} MB) | {wall:.1f} s "
-                  f"| {rss:,.0f} MB | {len(proc.stdout) / 2**20:,.1f} MB | {page.stat().st_size / 2**20:,.1f} MB |")
-
+                  f"| {use['cpu']:.1f} s | {use['main']:,.0f} MB, {use['worker']:,.0f} MB "
+                  f"| {len(proc.stdout) / 2**20:,.1f} MB | {page.stat().st_size / 2**20:,.1f} MB |")
+        print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
 
 if __name__ == "__main__":
     main()

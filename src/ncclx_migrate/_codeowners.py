@@ -11,6 +11,7 @@ directly in docs/.  Paths are case-sensitive.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def parse(text: str) -> list[tuple[str, list[str]]]:
     return rules
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet's CODEOWNERS files share most patterns
 def _regex(pattern: str) -> re.Pattern[str]:
     """``pattern`` as a regex over a repository-relative POSIX path (no leading slash)."""
     dir_only = pattern.endswith("/")

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ncclx_migrate._codeowners import Owners, parse
 from tests.conftest import run_ncclx
 
@@ -184,3 +186,32 @@ def test_bad_inputs_are_one_line_each(fleet: tuple[Path, dict[str, Any]], tmp_pa
     assert rc == 2 and err.splitlines() == [
         f"ncclx report: error: --previous {tmp_path / 'cut.json'}: not JSON, or cut short; "
         "save roll-ups with ncclx report --format json > FILE"]
+
+
+def test_many_inputs_over_worker_processes_add_up_the_same(fleet: tuple[Path, dict[str, Any]],
+                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past 64 inputs the reports are read by worker processes: the same roll-up, in input order."""
+    from ncclx_migrate._report import _work
+    from ncclx_migrate._report._rollup import Job, Rollup
+
+    folder, _ = fleet
+    beta = json.loads((folder / "reports" / "repos" / "beta.json").read_text())
+    for i in range(70):
+        beta["project"]["name"] = f"beta-{i:02d}"
+        beta["project"]["directory"] = f"/ci/beta-{i:02d}"
+        (tmp_path / f"beta-{i:02d}.json").write_text(json.dumps(beta))
+    (tmp_path / "beta-33x.json").write_text("{")
+    rc, doc, err = report(str(tmp_path), "--format", "json")
+    assert rc == 0 and isinstance(doc, dict)
+    assert err.splitlines() == [f"ncclx report: skipped {tmp_path / 'beta-33x.json'}: not JSON, or cut short "
+                                "(Expecting property name enclosed in double quotes at line 1)"]
+    monkeypatch.setattr(_work, "_workers", lambda files: 1)
+    rollup = Rollup()
+    for item in _work.summaries((str(tmp_path),)):  # in this process, one report after the other
+        if isinstance(item, Job):
+            rollup.add_job(item)
+        elif not isinstance(item, _work.Skip):
+            rollup.add_repo(item)
+    alone = rollup.to_json()
+    assert doc["repositories"] == alone["repositories"] and doc["owners"] == alone["owners"]
+    assert doc["totals"]["findings"] == 70

@@ -67,21 +67,25 @@ def report(inputs: tuple[str, ...], as_json: bool, html: Path | None, previous: 
     (every *.json inside) or globs:
       ncclx report reports/ --previous last.json --html fleet.html --format json > now.json
     """
-    from ._inputs import Skip, read_all
-    from ._rollup import BadReport, Rollup
+    from ._inputs import Skip
+    from ._rollup import BadReport, Job, Rollup
+    from ._work import summaries
 
     rollup = Rollup()
     if previous is not None:
         rollup.set_previous(_previous(previous))
     used = 0
-    for item in read_all(inputs):
+    for item in summaries(inputs):
         if not isinstance(item, Skip):
             try:
-                (rollup.add_migrate if item.schema == "ncclx.migrate/1" else rollup.add_doctor)(item)
+                if isinstance(item, Job):
+                    rollup.add_job(item)
+                else:
+                    rollup.add_repo(item)
                 used += 1
                 continue
             except BadReport as exc:
-                item = Skip(item.path, f"not a valid report ({exc})")
+                item = Skip(item.repo.source if not isinstance(item, Job) else item.sources[0], str(exc))
         rollup.skipped.append((item.path, item.why))
         click.echo(f"ncclx report: skipped {item.path}: {item.why}", err=True)
     if not used:

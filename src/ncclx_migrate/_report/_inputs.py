@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_INPUT_BYTES", "Doc", "Skip", "expand", "read_all"]
+__all__ = ["MAX_INPUT_BYTES", "Doc", "Skip", "expand", "read"]
 
 MAX_INPUT_BYTES = 1 << 30  # a migrate report of 200 findings is ~100 KB; a GB is not a report
 SCHEMAS = ("ncclx.migrate/1", "ncclx.doctor/1")
@@ -97,8 +97,3 @@ def read(path: str) -> Doc | Skip:
     if isinstance(data, dict) and data.get("schema") in SCHEMAS:
         return Doc(path, data["schema"], data)
     return Skip(path, _why_not(data))
-
-
-def read_all(args: tuple[str, ...]) -> Iterator[Doc | Skip]:
-    for item in expand(args):
-        yield item if isinstance(item, Skip) else read(item)

@@ -8,7 +8,6 @@ finding (8 bytes) so that the next roll-up can tell fixed from new (``--previous
 from __future__ import annotations
 
 import base64
-import hashlib
 import posixpath
 import re
 import sys
@@ -16,13 +15,25 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from hashlib import blake2b
 from typing import Any
 
 from .._codeowners import Owners
 from .._migrate._rules import ROLLBACK_CODES, RULES, SEVERITIES, severity
 from ._inputs import Doc
 
-__all__ = ["FILES_PER_OWNER", "NO_CODEOWNERS", "SCHEMA", "UNOWNED", "BadReport", "Rollup"]
+__all__ = [
+    "FILES_PER_OWNER",
+    "NO_CODEOWNERS",
+    "SCHEMA",
+    "UNOWNED",
+    "BadReport",
+    "Job",
+    "RepoPart",
+    "Rollup",
+    "summarize_doctor",
+    "summarize_migrate",
+]
 
 SCHEMA = "ncclx.report/1"
 UNOWNED = "(no owner)"  # a CODEOWNERS exists but no rule with owners matches
@@ -32,6 +43,9 @@ _FP_BYTES = 8
 _FP_MAX = 1 << 64
 _LINE_REF = re.compile(r"\bline \d+")  # "picked on line 12": a finding keeps its identity when lines move
 _CPP = frozenset(r.code for r in RULES if r.files.startswith("C++"))
+
+
+_SEVERITIES: dict[tuple[str, str], str] = {}  # (code, message) -> severity: messages repeat across repositories
 
 
 class BadReport(ValueError):
@@ -124,18 +138,12 @@ class Job:
         }
 
 
-def _fingerprints(code: str, path: str, message: str, given: object, n: int) -> range:
-    """8-byte names of ``n`` equal findings across runs: from the report's own fingerprint where
-    it has one, else rule, path and message (line references dropped); the k-th of equal
-    findings is the k-th number from there."""
-    if isinstance(given, str) and given:
-        key = given.encode()
-    else:
-        if "line " in message:
-            message = _LINE_REF.sub("line", message)
-        key = f"{code}\0{path}\0{message}".encode()
-    base = int.from_bytes(hashlib.blake2b(key, digest_size=_FP_BYTES).digest(), "little") % (_FP_MAX - n)
-    return range(base, base + n)
+@dataclass
+class RepoPart:
+    """What one repository's report adds: its row and its owners' share (their files, all)."""
+
+    repo: Repo
+    owners: dict[str, Owner]
 
 
 class _PathMap:
@@ -167,6 +175,130 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def summarize_migrate(doc: Doc) -> RepoPart:
+    """One repository's report in counts (its findings are dropped); BadReport if it is not one."""
+    data = doc.data
+    findings = data.get("findings")
+    errors = data.get("errors", [])
+    if not isinstance(findings, list) or not isinstance(errors, list):
+        raise BadReport('"findings" and "errors" must be lists')
+    project = data.get("project")
+    if project is not None and not isinstance(project, dict):
+        raise BadReport('"project" must be an object')
+    project = project or {}
+    name = _str(project.get("name")) or posixpath.splitext(posixpath.basename(doc.path.replace("\\", "/")))[0]
+    remote = _str(project.get("remote"))
+    key = remote or (_str(project.get("directory")) or name)
+    owners_obj = project.get("codeowners")
+    owners = None
+    if isinstance(owners_obj, dict) and isinstance(owners_obj.get("rules"), list):
+        rules = [(p, [o for o in os_ if isinstance(o, str)]) for p, os_ in
+                 (r for r in owners_obj["rules"] if isinstance(r, list) and len(r) == 2)
+                 if isinstance(p, str) and isinstance(os_, list)]
+        owners = Owners(rules)
+    files_scanned = data.get("files_scanned")
+    repo = Repo(key=key, name=name, source=doc.path, remote=remote, commit=_str(project.get("commit")),
+                target_torch=_str(project.get("target_torch")),
+                files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
+                codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
+    # One pass that only counts equal findings (the cost per finding is one tuple), then
+    # the work per distinct (path, code, message, fix): severity, owners, fingerprints.
+    groups: dict[tuple[Any, ...], int] = {}
+    group: tuple[Any, ...]
+    try:
+        if findings and "fingerprint" in findings[0]:  # migrate --baseline names its findings itself
+            for f in findings:
+                if f.get("applied") is not True:
+                    group = (f["path"], f["code"], f["message"], f["fix"], f.get("fingerprint"))
+                    groups[group] = groups.get(group, 0) + 1
+        else:
+            for f in findings:
+                if f.get("applied") is not True:
+                    group = (f["path"], f["code"], f["message"], f["fix"])
+                    groups[group] = groups.get(group, 0) + 1  # a Counter's += costs a Python call per new key
+    except (KeyError, TypeError, AttributeError):
+        raise BadReport("a finding lacks its path, code, message or fix") from None
+    sev = repo.severity
+    per_owner_file: Counter[tuple[str, str]] = Counter()
+    mine: dict[str, Owner] = {}
+    to_root = _PathMap(project)
+    whose: dict[str, tuple[tuple[str, ...], str]] = {}  # path -> (owners, path in the repository)
+    severities = _SEVERITIES
+    fps = array("Q")
+    for group, n in groups.items():
+        path, code, message, fix = group[:4]
+        s = severities.get((code, message))
+        if s is None:
+            if not (isinstance(path, str) and isinstance(code, str) and isinstance(message, str)):
+                raise BadReport("a finding's path, code or message is not a string")
+            s = severities[(code, message)] = severity(code, message)
+        elif not isinstance(path, str):
+            raise BadReport("a finding's path is not a string")
+        sev[s] += n
+        repo.write += n if fix == "safe" else 0
+        repo.unsafe += n if fix == "unsafe" else 0
+        repo.cpp += n if code in _CPP else 0
+        repo.toggles += n if code in ROLLBACK_CODES else 0
+        # Names that survive line moves (the report's own fingerprint where it has one, else rule,
+        # path and message without line references); the k-th of n equal findings is base + k.
+        given = group[4] if len(group) > 4 else None
+        if isinstance(given, str) and given:
+            fp_key = given.encode()
+        else:
+            fp_key = f"{code}\0{path}\0{_LINE_REF.sub('line', message) if 'line ' in message else message}".encode()
+        base = int.from_bytes(blake2b(fp_key, digest_size=_FP_BYTES).digest(), "little") % (_FP_MAX - n)
+        fps.extend(range(base, base + n))
+        got = whose.get(path)
+        if got is None:
+            rel = to_root(path)
+            if owners is None:
+                names: tuple[str, ...] = (NO_CODEOWNERS,)
+            else:
+                names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
+            got = whose[path] = (names, rel if rel is not None else path)
+        names, shown = got
+        for who in names:
+            o = mine.get(who) or mine.setdefault(who, Owner(who))
+            o.severity[s] += n
+            o.findings += n
+            o.write += n if fix == "safe" else 0
+            o.toggles += n if code in ROLLBACK_CODES else 0
+            per_owner_file[(who, shown)] += n
+    repo.findings = len(fps)
+    repo.fingerprints = _pack(array("Q", sorted(fps)))
+    for (who, rel), count in per_owner_file.items():
+        mine[who].files.append((name, rel, count))
+    return RepoPart(repo, mine)
+
+
+def summarize_doctor(doc: Doc) -> Job:
+    """One job's doctor report (any level) as a Job row; BadReport if it is not one."""
+    from .._doctor._model import Report, ReportError
+
+    try:
+        report = Report.from_json(doc.data)
+    except ReportError as exc:
+        raise BadReport(str(exc)) from None
+    base = posixpath.basename(doc.path.replace("\\", "/"))
+    job = Job(report.label or f"{report.host} ({base})")
+    job.sources.append(doc.path)
+    job.levels.add(report.level)
+    job.hosts.add(report.host)
+    if report.torch:
+        job.torch.add(report.torch)
+    for c in report.checks:
+        job.failed += c.status.value in ("fail", "error")
+        job.warned += c.status.value == "warn"
+    facts = _doctor_facts(report)
+    for fact, into in (("nccl-resolution.implementation", job.builds), ("nccl-version.runtime", job.nccl),
+                       ("rccl-version.runtime", job.rccl), ("legacy-toggle.value", job.toggle)):
+        into.update(str(v) for v in facts.get(fact, ()) if v is not None)
+    for v in facts.get("compiled-extensions.legacy_only_packages", ()):
+        if isinstance(v, list):
+            job.extensions.update(str(x) for x in v)
+    return job
+
+
 class Rollup:
     def __init__(self) -> None:
         self.repos: dict[str, Repo] = {}
@@ -174,126 +306,40 @@ class Rollup:
         self.jobs: dict[str, Job] = {}
         self.skipped: list[tuple[str, str]] = []
         self.previous: dict[str, Any] | None = None
-        self._severities: dict[tuple[str, str], str] = {}  # messages repeat across repositories
 
     # -- repositories -------------------------------------------------------------------------
 
-    def add_migrate(self, doc: Doc) -> None:
-        """Count one repository's report; raise BadReport before counting anything of a bad one."""
-        data = doc.data
-        findings = data.get("findings")
-        errors = data.get("errors", [])
-        if not isinstance(findings, list) or not isinstance(errors, list):
-            raise BadReport('"findings" and "errors" must be lists')
-        project = data.get("project")
-        if project is not None and not isinstance(project, dict):
-            raise BadReport('"project" must be an object')
-        project = project or {}
-        name = _str(project.get("name")) or posixpath.splitext(posixpath.basename(doc.path.replace("\\", "/")))[0]
-        remote = _str(project.get("remote"))
-        key = remote or (_str(project.get("directory")) or name)
-        if key in self.repos:
-            raise BadReport(f"a second report of repository {name} (the first: {self.repos[key].source})")
-        owners_obj = project.get("codeowners")
-        owners = None
-        if isinstance(owners_obj, dict) and isinstance(owners_obj.get("rules"), list):
-            rules = [(p, [o for o in os_ if isinstance(o, str)]) for p, os_ in
-                     (r for r in owners_obj["rules"] if isinstance(r, list) and len(r) == 2)
-                     if isinstance(p, str) and isinstance(os_, list)]
-            owners = Owners(rules)
-        files_scanned = data.get("files_scanned")
-        repo = Repo(key=key, name=name, source=doc.path, remote=remote, commit=_str(project.get("commit")),
-                    target_torch=_str(project.get("target_torch")),
-                    files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
-                    codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
-        # One pass that only counts equal findings (the cost per finding is one tuple), then
-        # the work per distinct (path, code, message, fix): severity, owners, fingerprints.
-        groups: Counter[tuple[Any, ...]] = Counter()
-        try:
-            if findings and "fingerprint" in findings[0]:  # the report names its findings itself
-                for f in findings:
-                    if f.get("applied") is not True:
-                        groups[(f["path"], f["code"], f["message"], f["fix"], f["fingerprint"])] += 1
-            else:
-                for f in findings:
-                    if f.get("applied") is not True:
-                        groups[(f["path"], f["code"], f["message"], f["fix"])] += 1
-        except (KeyError, TypeError, AttributeError):
-            raise BadReport("a finding lacks its path, code, message or fix") from None
-        sev = repo.severity
-        per_owner_file: Counter[tuple[str, str]] = Counter()
-        to_root = _PathMap(project)
-        whose: dict[str, tuple[tuple[str, ...], str]] = {}  # path -> (owners, path in the repository)
-        severities = self._severities
-        fps = array("Q")
-        for group, n in groups.items():
-            path, code, message, fix = group[:4]
-            s = severities.get((code, message))
-            if s is None:
-                if not (isinstance(path, str) and isinstance(code, str) and isinstance(message, str)):
-                    raise BadReport("a finding's path, code or message is not a string")
-                s = severities[(code, message)] = severity(code, message)
-            elif not isinstance(path, str):
-                raise BadReport("a finding's path is not a string")
-            sev[s] += n
-            repo.write += n if fix == "safe" else 0
-            repo.unsafe += n if fix == "unsafe" else 0
-            repo.cpp += n if code in _CPP else 0
-            repo.toggles += n if code in ROLLBACK_CODES else 0
-            fps.extend(_fingerprints(code, path, message, group[4] if len(group) > 4 else None, n))
-            got = whose.get(path)
-            if got is None:
-                rel = to_root(path)
-                if owners is None:
-                    names: tuple[str, ...] = (NO_CODEOWNERS,)
-                else:
-                    names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
-                got = whose[path] = (names, rel if rel is not None else path)
-            names, shown = got
-            for who in names:
-                o = self.owners.get(who) or self.owners.setdefault(who, Owner(who))
-                o.severity[s] += n
-                o.findings += n
-                o.write += n if fix == "safe" else 0
-                o.toggles += n if code in ROLLBACK_CODES else 0
-                per_owner_file[(who, shown)] += n
-        repo.findings = len(fps)
-        repo.fingerprints = _pack(array("Q", sorted(fps)))
-        for (who, rel), count in per_owner_file.items():
-            o = self.owners[who]
-            o.repositories.add(key)
-            o.files_total += 1
-            if len(o.files) < FILES_PER_OWNER:
-                o.files.append((name, rel, count))
-        self.repos[key] = repo
+    def add_repo(self, part: RepoPart) -> None:
+        """Add one repository's summary; raise BadReport for a second report of the same one."""
+        repo = part.repo
+        first = self.repos.get(repo.key)
+        if first is not None:
+            raise BadReport(f"a second report of repository {repo.name} (the first: {first.source})")
+        self.repos[repo.key] = repo
+        for who, mine in part.owners.items():
+            o = self.owners.get(who) or self.owners.setdefault(who, Owner(who))
+            for k, v in mine.severity.items():
+                o.severity[k] += v
+            o.findings += mine.findings
+            o.write += mine.write
+            o.toggles += mine.toggles
+            o.repositories.add(repo.key)
+            o.files_total += len(mine.files)
+            o.files.extend(mine.files[: max(0, FILES_PER_OWNER - len(o.files))])
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def add_doctor(self, doc: Doc) -> None:
-        from .._doctor._model import Report, ReportError
-
-        try:
-            report = Report.from_json(doc.data)
-        except ReportError as exc:
-            raise BadReport(str(exc)) from None
-        base = posixpath.basename(doc.path.replace("\\", "/"))
-        label = report.label or f"{report.host} ({base})"
-        job = self.jobs.get(label) or self.jobs.setdefault(label, Job(label))
-        job.sources.append(doc.path)
-        job.levels.add(report.level)
-        job.hosts.add(report.host)
-        if report.torch:
-            job.torch.add(report.torch)
-        for c in report.checks:
-            job.failed += c.status.value in ("fail", "error")
-            job.warned += c.status.value == "warn"
-        facts = _doctor_facts(report)
-        for fact, into in (("nccl-resolution.implementation", job.builds), ("nccl-version.runtime", job.nccl),
-                           ("rccl-version.runtime", job.rccl), ("legacy-toggle.value", job.toggle)):
-            into.update(str(v) for v in facts.get(fact, ()) if v is not None)
-        for v in facts.get("compiled-extensions.legacy_only_packages", ()):
-            if isinstance(v, list):
-                job.extensions.update(str(x) for x in v)
+    def add_job(self, part: Job) -> None:
+        """Add one job report's summary: reports with the same label are one job."""
+        job = self.jobs.get(part.label)
+        if job is None:
+            self.jobs[part.label] = part
+            return
+        job.sources += part.sources
+        for name in ("levels", "hosts", "torch", "builds", "nccl", "rccl", "toggle", "extensions"):
+            getattr(job, name).update(getattr(part, name))
+        job.failed += part.failed
+        job.warned += part.warned
 
     # -- trend --------------------------------------------------------------------------------
 
@@ -401,7 +447,8 @@ def _doctor_facts(report: Any) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     consistency = report.get("cluster-consistency")
     if consistency is not None and isinstance(consistency.details.get("divergent"), list):
-        for fact, value in (consistency.details.get("agreed") or {}).items():
+        agreed = consistency.details.get("agreed")
+        for fact, value in (agreed.items() if isinstance(agreed, dict) else ()):
             out.setdefault(fact, []).append(value)
         for d in consistency.details["divergent"]:
             if isinstance(d, dict) and isinstance(d.get("fact"), str):
