@@ -136,3 +136,22 @@ def test_nightly_batch_as_written(fleet: tuple[Path, dict[str, Any]], tmp_path: 
     assert second["trend"]["previous"] == first["generated"]
     assert "1 fixed, 0 new (open: 7 -> 6)" in last.stdout
     assert "1 rollback toggle still set in 1 repository: alpha" in last.stdout
+
+
+@pytest.mark.slow
+def test_readme_fleet_lines_as_written(fleet: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    _ratchet_flags()
+    folder, _ = fleet
+    tokens = MarkdownIt().parse((ROOT / "README.md").read_text(encoding="utf-8"))
+    at = next(i for i, t in enumerate(tokens) if t.type == "inline" and t.content.startswith("A fleet, in three lines"))
+    fence = next(t for t in tokens[at:] if t.type == "fence")
+    lines = fence.content.splitlines()
+    assert len(lines) == 3 and "docs/fleet.md" in tokens[at].content
+    repo = tmp_path / "alpha"
+    subprocess.run(["git", "clone", "--quiet", str(folder / "repos" / "alpha"), str(repo)], check=True)
+    (tmp_path / "reports").mkdir()
+    codes = [sh(line, repo).returncode for line in lines]
+    assert codes == [0, 1, 0]  # the nightly report exits 1: findings are left (all in the baseline)
+    doc = json.loads((tmp_path / "reports" / "alpha.json").read_text())
+    assert doc["project"]["name"] == "alpha" and "baseline_state" not in doc["findings"][0]
+    assert (repo / "fleet.html").read_text(encoding="utf-8").count("alpha") >= 1
