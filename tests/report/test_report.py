@@ -215,3 +215,11 @@ def test_many_inputs_over_worker_processes_add_up_the_same(fleet: tuple[Path, di
     alone = rollup.to_json()
     assert doc["repositories"] == alone["repositories"] and doc["owners"] == alone["owners"]
     assert doc["totals"]["findings"] == 70
+
+
+def test_a_page_that_cannot_be_written_is_one_line(fleet: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    folder, _ = fleet
+    page = tmp_path / "missing" / "fleet.html"
+    rc, _, err = report(str(folder / "reports" / "repos"), "--html", str(page))
+    assert rc == 2 and err.splitlines() == [
+        f"ncclx report: error: {page}: cannot write the page there (No such file or directory)"]

@@ -80,11 +80,13 @@ def render_text(doc: dict[str, Any]) -> str:
         if len(owners) > TOP:
             out.append(f"  ... {_n(len(owners) - TOP, 'more owner')}")
     if doc["jobs"]:
+        rows = [(j["label"][:40], ", ".join(j["builds"]) or "?", ", ".join(j["nccl"] or j["rccl"]) or "?",
+                 ", ".join(j["legacy_extensions"]) or "-") for j in doc["jobs"][:TOP]]
+        head = ("Job", "builds", "NCCL", "legacy-only extensions")
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
         out.append("")
-        out.append(f"{'Job':<32} {'builds':<14} {'NCCL':<14} legacy-only extensions")
-        for j in doc["jobs"][:TOP]:
-            out.append(f"{j['label'][:32]:<32} {', '.join(j['builds']) or '?':<14} "
-                       f"{', '.join(j['nccl'] or j['rccl']) or '?':<14} {', '.join(j['legacy_extensions']) or '-'}")
+        for r in [head, *rows]:
+            out.append("  ".join(f"{r[i]:<{widths[i]}}" for i in range(3)) + f"  {r[3]}")
         if len(doc["jobs"]) > TOP:
             out.append(f"  ... {_n(len(doc['jobs']) - TOP, 'more job')}")
     return "\n".join(out) + "\n"
