@@ -223,3 +223,14 @@ def test_a_page_that_cannot_be_written_is_one_line(fleet: tuple[Path, dict[str, 
     rc, _, err = report(str(folder / "reports" / "repos"), "--html", str(page))
     assert rc == 2 and err.splitlines() == [
         f"ncclx report: error: {page}: cannot write the page there (No such file or directory)"]
+
+
+def test_every_rule_has_a_severity() -> None:
+    """A new rule chooses its severity (an unknown code in a newer report counts as "maybe a break")."""
+    from ncclx_migrate._migrate._rules import _SEVERITY, RULES, SEVERITIES, severity
+
+    assert {r.code for r in RULES} <= set(_SEVERITY) and set(_SEVERITY.values()) <= set(SEVERITIES)
+    assert severity("NCX134", "nccl2 ignores the GPU picked on line 4: pass device_id= (a break)") == "break"
+    assert severity("NCX104", '"nccl2" does not exist on torch 2.13 (--target-torch): use "nccl"') == "break"
+    assert severity("NCX104", '"nccl2" is what "nccl" builds from torch 2.15 on: spell it "nccl"') == "deprecated"
+    assert severity("NCX999", "from a newer ncclx") == "maybe a break"

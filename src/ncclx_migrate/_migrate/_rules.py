@@ -158,7 +158,7 @@ _SEVERITY = {
     "NCX134": "maybe a break",
     "NCX201": "break", "NCX202": "break", "NCX203": "deprecated", "NCX204": "deprecated",
     "NCX301": "break", "NCX302": "break", "NCX303": "break", "NCX304": "break", "NCX305": "break",
-    "NCX306": "break",
+    "NCX306": "break", "NCX307": "break",
 }
 # The rollback itself still set: TORCH_DIST_USE_NCCL2 toggles and "nccl-legacy" backend names.
 ROLLBACK_CODES = frozenset({"NCX101", "NCX103", "NCX201", "NCX202"})
