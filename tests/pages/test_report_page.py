@@ -45,6 +45,7 @@ def test_rollup_page_in_the_browser(fleet: tuple[Path, dict[str, Any]], tmp_path
     page.locator("#owners tbody tr", has_text="@org/train").click()
     detail = page.locator("#owner-detail").inner_text()
     assert detail.startswith("@org/train: 3 open in 1 file") and "train/run.py" in detail
+    assert page.locator("#owner-detail tbody tr").first.inner_text().split() == ["alpha", "2", "1", "3"]
     jobs = page.locator("#jobs tbody tr")
     assert jobs.count() == 3
     assert page.locator("#jobs .tag.fail").count() == 2  # "builds legacy NCCL"

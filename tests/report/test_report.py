@@ -88,6 +88,8 @@ def test_codeowners_routes_each_finding(fleet: tuple[Path, dict[str, Any]]) -> N
         "(no owner)": {("alpha", "train/legacy/tool.py"): 1},  # /train/legacy/ has no owners: the last rule wins
         "(no CODEOWNERS)": {("beta", "job.py"): 1},
     }
+    train = next(o for o in doc["owners"] if o["owner"] == "@org/train")
+    assert train["by_repository"] == [{"repository": "alpha", "findings": 3, "break": 2, "toggles": 1}]
 
 
 def test_codeowners_patterns_as_github_documents_them() -> None:

@@ -73,6 +73,9 @@ table("owners",[
 ],DATA.owners,{sort:"break",find:r=>r.owner,pick:o=>{
   const more=o.files_total-o.files.length;
   od.innerHTML=`<h3>${esc(o.owner)}: ${fmt(o.findings)} open in ${fmt(o.files_total)} ${o.files_total===1?"file":"files"}</h3>`+
+    `<table><thead><tr><th>repository</th><th>break</th><th>toggles</th><th>open</th></tr></thead><tbody>`+
+    o.by_repository.map(r=>`<tr><td>${esc(r.repository)}</td><td>${fmt(r.break)}</td><td>${fmt(r.toggles)}</td><td>${fmt(r.findings)}</td></tr>`).join("")+
+    `</tbody></table>`+
     `<table><thead><tr><th>repository</th><th>file</th><th>open</th></tr></thead><tbody>`+
     o.files.map(f=>`<tr><td>${esc(f.repository)}</td><td class="mono">${esc(f.path)}</td><td>${fmt(f.findings)}</td></tr>`).join("")+
     `</tbody></table>`+(more>0?`<p class="hint">and ${fmt(more)} more files (the roll-up JSON counts them)</p>`:"")}});

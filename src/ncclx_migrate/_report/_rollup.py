@@ -101,11 +101,15 @@ class Owner:
     repositories: set[str] = field(default_factory=set)
     files: list[tuple[str, str, int]] = field(default_factory=list)  # (repository, path, findings)
     files_total: int = 0
+    # Every repository the owner has findings in: (name, findings, breaks, toggles).
+    by_repository: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "owner": self.name, "findings": self.findings, "severity": self.severity, "write": self.write,
             "toggles": self.toggles, "repositories": len(self.repositories), "files_total": self.files_total,
+            "by_repository": [{"repository": r, "findings": n, "break": b, "toggles": t} for r, n, b, t in
+                              sorted(self.by_repository, key=lambda x: (-x[2], -x[3], -x[1], x[0]))],
             "files": [{"repository": r, "path": p, "findings": n} for r, p, n in self.files],
         }
 
@@ -324,6 +328,7 @@ class Rollup:
             o.write += mine.write
             o.toggles += mine.toggles
             o.repositories.add(repo.key)
+            o.by_repository.append((repo.name, mine.findings, mine.severity["break"], mine.toggles))
             o.files_total += len(mine.files)
             o.files.extend(mine.files[: max(0, FILES_PER_OWNER - len(o.files))])
 
