@@ -236,3 +236,21 @@ def test_every_rule_has_a_severity() -> None:
     assert severity("NCX104", '"nccl2" does not exist on torch 2.13 (--target-torch): use "nccl"') == "break"
     assert severity("NCX104", '"nccl2" is what "nccl" builds from torch 2.15 on: spell it "nccl"') == "deprecated"
     assert severity("NCX999", "from a newer ncclx") == "maybe a break"
+
+
+def test_job_labels_from_the_launcher_and_merge(fleet: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    from ncclx_migrate._doctor._facts import job_label
+
+    assert job_label({"SLURM_JOB_ID": "42"}, "n1") == "n1/slurm-42"
+    assert job_label({"SLURM_JOB_ID": "43", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "3"}, "n1") == \
+        "n1/slurm-40_3"
+    assert job_label({"TORCHELASTIC_RUN_ID": "none"}, "n1") == "n1"  # torchrun without --rdzv-id
+    assert job_label({"TORCHELASTIC_RUN_ID": "run7"}, "n1") == "n1/torchrun-run7"
+    folder, _ = fleet
+    legacy = json.loads((folder / "reports" / "jobs" / "legacy.json").read_text())
+    paths = []
+    for host in ("node-a", "node-b"):
+        paths.append(tmp_path / f"{host}.json")
+        paths[-1].write_text(json.dumps(dict(legacy, host=host, label=f"{host}/slurm-4243")))
+    merged = run_ncclx("doctor", "merge", *map(str, paths), "--format", "json")
+    assert json.loads(merged.stdout)["label"] == "slurm-4243"  # the nodes' common job
