@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from hashlib import blake2b
+from operator import itemgetter
 from typing import Any
 
 from .._codeowners import Owners
@@ -45,7 +46,9 @@ _LINE_REF = re.compile(r"\bline \d+")  # "picked on line 12": a finding keeps it
 _CPP = frozenset(r.code for r in RULES if r.files.startswith("C++"))
 
 
-_SEVERITIES: dict[tuple[str, str], str] = {}  # (code, message) -> severity: messages repeat across repositories
+# (code, message, fix) -> (index in SEVERITIES, safe fix, unsafe fix, C++, rollback toggle): messages repeat
+# across repositories, so each is judged once per process.
+_KINDS: dict[tuple[Any, Any, Any], tuple[int, bool, bool, bool, bool]] = {}
 
 
 class BadReport(ValueError):
@@ -205,69 +208,81 @@ def summarize_migrate(doc: Doc) -> RepoPart:
                 target_torch=_str(project.get("target_torch")),
                 files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
                 codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
-    # One pass that only counts equal findings (the cost per finding is one tuple), then
-    # the work per distinct (path, code, message, fix): severity, owners, fingerprints.
-    groups: dict[tuple[Any, ...], int] = {}
-    group: tuple[Any, ...]
+    # One pass in C that counts equal findings (itemgetter and Counter over map: no Python code
+    # per finding), then the work per distinct (path, code, message, fix): severity, owners,
+    # fingerprints.  A report of migrate --baseline names its findings itself (fingerprint).
+    fields = ("path", "code", "message", "fix", "applied")
     try:
-        if findings and "fingerprint" in findings[0]:  # migrate --baseline names its findings itself
-            for f in findings:
-                if f.get("applied") is not True:
-                    group = (f["path"], f["code"], f["message"], f["fix"], f.get("fingerprint"))
-                    groups[group] = groups.get(group, 0) + 1
-        else:
-            for f in findings:
-                if f.get("applied") is not True:
-                    group = (f["path"], f["code"], f["message"], f["fix"])
-                    groups[group] = groups.get(group, 0) + 1  # a Counter's += costs a Python call per new key
+        try:
+            groups = Counter(map(itemgetter(*fields, "fingerprint"), findings)) if findings and isinstance(
+                findings[0], dict) and "fingerprint" in findings[0] else Counter(map(itemgetter(*fields), findings))
+        except KeyError:  # some findings without a fingerprint
+            groups = Counter((*itemgetter(*fields)(f), f.get("fingerprint")) for f in findings)
     except (KeyError, TypeError, AttributeError):
         raise BadReport("a finding lacks its path, code, message or fix") from None
-    sev = repo.severity
-    per_owner_file: Counter[tuple[str, str]] = Counter()
-    mine: dict[str, Owner] = {}
-    to_root = _PathMap(project)
-    whose: dict[str, tuple[tuple[str, ...], str]] = {}  # path -> (owners, path in the repository)
-    severities = _SEVERITIES
+    # Per path: open findings by severity, then fixable with --write, toggles, all (owners are
+    # looked up once per path, not per finding).
+    by_path: dict[str, list[int]] = {}
+    kinds = _KINDS
     fps = array("Q")
     for group, n in groups.items():
-        path, code, message, fix = group[:4]
-        s = severities.get((code, message))
-        if s is None:
+        path, code, message, fix, applied = group[:5]
+        if applied is True:
+            continue  # fixed by the run that wrote the report
+        kind = kinds.get((code, message, fix))
+        if kind is None:
             if not (isinstance(path, str) and isinstance(code, str) and isinstance(message, str)):
                 raise BadReport("a finding's path, code or message is not a string")
-            s = severities[(code, message)] = severity(code, message)
+            kind = kinds[(code, message, fix)] = (SEVERITIES.index(severity(code, message)), fix == "safe",
+                                                  fix == "unsafe", code in _CPP, code in ROLLBACK_CODES)
         elif not isinstance(path, str):
             raise BadReport("a finding's path is not a string")
-        sev[s] += n
-        repo.write += n if fix == "safe" else 0
-        repo.unsafe += n if fix == "unsafe" else 0
-        repo.cpp += n if code in _CPP else 0
-        repo.toggles += n if code in ROLLBACK_CODES else 0
+        si, safe, unsafe, cpp, toggle = kind
+        acc = by_path.get(path)
+        if acc is None:
+            acc = by_path[path] = [0] * 7
+        acc[si] += n
+        acc[6] += n
+        if safe:
+            acc[4] += n
+        elif unsafe:
+            repo.unsafe += n
+        if cpp:
+            repo.cpp += n
+        if toggle:
+            acc[5] += n
         # Names that survive line moves (the report's own fingerprint where it has one, else rule,
         # path and message without line references); the k-th of n equal findings is base + k.
-        given = group[4] if len(group) > 4 else None
+        given = group[5] if len(group) > 5 else None
         if isinstance(given, str) and given:
             fp_key = given.encode()
         else:
             fp_key = f"{code}\0{path}\0{_LINE_REF.sub('line', message) if 'line ' in message else message}".encode()
         base = int.from_bytes(blake2b(fp_key, digest_size=_FP_BYTES).digest(), "little") % (_FP_MAX - n)
         fps.extend(range(base, base + n))
-        got = whose.get(path)
-        if got is None:
-            rel = to_root(path)
-            if owners is None:
-                names: tuple[str, ...] = (NO_CODEOWNERS,)
-            else:
-                names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
-            got = whose[path] = (names, rel if rel is not None else path)
-        names, shown = got
+    sev = repo.severity
+    to_root = _PathMap(project)
+    mine: dict[str, Owner] = {}
+    per_owner_file: Counter[tuple[str, str]] = Counter()
+    for path, acc in by_path.items():
+        for i, name_ in enumerate(SEVERITIES):
+            sev[name_] += acc[i]
+        repo.write += acc[4]
+        repo.toggles += acc[5]
+        rel = to_root(path)
+        if owners is None:
+            names: tuple[str, ...] = (NO_CODEOWNERS,)
+        else:
+            names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
+        shown = rel if rel is not None else path
         for who in names:
             o = mine.get(who) or mine.setdefault(who, Owner(who))
-            o.severity[s] += n
-            o.findings += n
-            o.write += n if fix == "safe" else 0
-            o.toggles += n if code in ROLLBACK_CODES else 0
-            per_owner_file[(who, shown)] += n
+            for i, name_ in enumerate(SEVERITIES):
+                o.severity[name_] += acc[i]
+            o.write += acc[4]
+            o.toggles += acc[5]
+            o.findings += acc[6]
+            per_owner_file[(who, shown)] += acc[6]
     repo.findings = len(fps)
     repo.fingerprints = _pack(array("Q", sorted(fps)))
     for (who, rel), count in per_owner_file.items():
