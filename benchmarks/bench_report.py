@@ -9,7 +9,8 @@ repository; a CODEOWNERS of 12 rules in each `project` object) and ``--jobs`` do
 runs `ncclx report FOLDER --format json --html PAGE` once, and again with `--previous` the
 first roll-up, in a fresh process each.  Prints a markdown table: input size, wall time, CPU time
 of all its processes, peak memory (the main process's max RSS, and its largest worker's: the
-reports are read by up to min(CPUs, 8) workers) and output sizes.  Targets (issue 26): 5,000 x 200 in under 10 s
+reports are read by up to min(CPUs, 8) workers) and output sizes; then the time Chromium takes to draw the page and to answer two
+clicks (where Playwright and Debian's chromium are installed).  Targets (issue 26): 5,000 x 200 in under 10 s
 and 300 MB.
 """
 
@@ -134,7 +135,42 @@ def main() -> None:
             print(f"| {name} | {a.repos:,} x {a.findings} + {a.jobs:,} jobs ({size / 2**20:,.0f} MB) | {wall:.1f} s "
                   f"| {use['cpu']:.1f} s | {use['main']:,.0f} MB, {use['worker']:,.0f} MB "
                   f"| {len(proc.stdout) / 2**20:,.1f} MB | {page.stat().st_size / 2**20:,.1f} MB |")
+        opened = _in_chromium(folder / "with.html")
+        if opened:
+            print(f"\nThe page with --previous in Chromium: drawn {opened[0]:.1f} s after opening, the repositories "
+                  f"sorted by name {opened[1]:.2f} s after a click, an owner's panel {opened[2]:.2f} s after a click")
         print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def _in_chromium(path: Path) -> tuple[float, float, float] | None:
+    """Seconds to the page drawn, to the repositories re-sorted, to an owner's panel; None without
+    Playwright or Debian's chromium (as in tests/pages)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.pages.conftest import ARGS, CHROMIUM
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if not Path(CHROMIUM).exists():
+        return None
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        start = time.perf_counter()
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-rendered='1']", timeout=120_000)
+        drawn = time.perf_counter() - start
+        start = time.perf_counter()
+        page.click("#repos th[data-key=name]")
+        page.wait_for_selector("#repos th.sorted[data-key=name]", timeout=60_000)
+        sorted_ = time.perf_counter() - start
+        start = time.perf_counter()
+        page.locator("#owners tbody tr").first.click()
+        page.wait_for_selector("#owner-detail table", timeout=60_000)
+        owner = time.perf_counter() - start
+        browser.close()
+    return drawn, sorted_, owner
 
 if __name__ == "__main__":
     main()
