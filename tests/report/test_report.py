@@ -92,6 +92,18 @@ def test_codeowners_routes_each_finding(fleet: tuple[Path, dict[str, Any]]) -> N
     assert train["by_repository"] == [{"repository": "alpha", "findings": 3, "break": 2, "toggles": 1}]
 
 
+def test_codeowners_routing_from_outside_the_repository(fleet: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """Run from the folder above (paths "alpha/train/run.py") or given absolute paths: the same owners."""
+    folder, _ = fleet
+    for name, args in (("above", ["alpha"]), ("absolute", [str(folder / "repos" / "alpha" / "train")])):
+        proc = run_ncclx("migrate", "--format", "json", *args, cwd=folder / "repos")
+        (tmp_path / f"{name}.json").write_text(proc.stdout)
+        rc, doc, err = report(str(tmp_path / f"{name}.json"), "--format", "json")
+        assert rc == 0 and isinstance(doc, dict), err
+        owners = {o["owner"]: [(f["repository"], f["path"]) for f in o["files"]] for o in doc["owners"]}
+        assert owners["@org/train"] == [("alpha", "train/run.py")], owners
+
+
 def test_codeowners_patterns_as_github_documents_them() -> None:
     """The examples of GitHub's "About code owners" page."""
     owners = Owners(parse("""\

@@ -154,26 +154,28 @@ class RepoPart:
 
 
 class _PathMap:
-    """A finding's path as the repository root names it (CODEOWNERS matches those)."""
+    """A finding's path as the repository root names it (CODEOWNERS matches those): relative
+    paths start at the working directory of the run (``base``, relative to the root, which may
+    lie above it: a run from outside the repository)."""
 
     def __init__(self, project: dict[str, Any]) -> None:
         directory = project.get("directory")
         base = project.get("base")
-        self.directory = directory.rstrip("/") + "/" if isinstance(directory, str) and directory else None
+        self.directory = directory.rstrip("/") if isinstance(directory, str) and directory.startswith("/") else None
         self.base = base if isinstance(base, str) and base not in ("", ".") else ""
         self.cache: dict[str, str | None] = {}
 
     def __call__(self, path: str) -> str | None:
-        got = self.cache.get(path, "")
-        if got != "":
-            return got
+        if path in self.cache:
+            return self.cache[path]
         p = path.replace("\\", "/")
-        if p.startswith("/"):
-            rel: str | None = p[len(self.directory):] if self.directory and p.startswith(self.directory) else None
-        else:
-            rel = posixpath.normpath(posixpath.join(self.base, p)) if self.base else posixpath.normpath(p)
-        if rel is not None and (rel == ".." or rel.startswith("../")):
-            rel = None  # outside the repository: no CODEOWNERS rule speaks for it
+        if self.directory is not None:
+            full = posixpath.normpath(posixpath.join(self.directory, self.base, p))  # an absolute p stays
+            rel: str | None = full[len(self.directory) + 1:] if full.startswith(self.directory + "/") else None
+        else:  # a report without its directory: relative paths only
+            rel = None if p.startswith("/") else posixpath.normpath(posixpath.join(self.base, p))
+            if rel is not None and (rel == ".." or rel.startswith("../")):
+                rel = None  # outside the repository: no CODEOWNERS rule speaks for it
         self.cache[path] = rel
         return rel
 
