@@ -49,8 +49,10 @@ def summaries(inputs: tuple[str, ...]) -> Iterator[RepoPart | Job | Skip]:
         for p in items:
             yield p if isinstance(p, Skip) else load(p)
         return
+    # forkserver: workers start from a fresh process, not from this one's memory (which holds the
+    # previous roll-up and the summaries so far); spawn where there is no forkserver.
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         done = pool.map(load, files, chunksize=8)
         for p in items:
