@@ -126,7 +126,7 @@ def _verdict(doc: dict[str, Any]) -> str:
         items.append(f"one ncclx migrate --write from clean: {_repos(len(away))} ("
                      + ", ".join(away[:10]) + (" ..." if len(away) > 10 else "") + ")")
     sev = t["severity"]
-    items.append("open: " + ", ".join(f"{sev[s]:,} {s}" for s in SEVERITIES)
+    items.append("open: " + ", ".join(f"{s} {sev[s]:,}" for s in SEVERITIES)
                  + f"; {t['write']:,} fixable with --write, {t['unsafe']:,} more with --unsafe-fixes, "
                    f"{t['cpp']:,} in C++")
     return (f'<section id="verdict" class="verdict {mood}"><p class="big">{esc(head)}</p><ul>'
