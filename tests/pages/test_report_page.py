@@ -25,6 +25,7 @@ def test_rollup_page_in_the_browser(fleet: tuple[Path, dict[str, Any]], tmp_path
     assert "<link" not in page_file.read_text(encoding="utf-8")
     opened = open_page(page_file, height=1100)
     page = opened.page
+    opened.screenshot(tmp_path, "report-page.png")  # as opened: what is left, the trend, the repositories
     verdict = page.locator("#verdict").inner_text()
     assert verdict.startswith("Before the rollback goes: 2 rollback toggles still set in 1 repository; 3 breaks")
     assert "2 jobs still build legacy NCCL" in verdict and "one ncclx migrate --write from clean: 1 repository (beta)" in verdict
@@ -53,7 +54,6 @@ def test_rollup_page_in_the_browser(fleet: tuple[Path, dict[str, Any]], tmp_path
     assert page.locator("#burndown circle").count() == 2
     page.click("#skipped summary")
     assert "missing.json" in page.locator("#skipped").inner_text()
-    opened.screenshot(tmp_path, "report-page.png")
     opened.offline_and_clean()
     data = json.loads(page_file.read_text(encoding="utf-8").split('<script id="data" type="application/json">')[1]
                       .split("</script>")[0])

@@ -162,7 +162,7 @@ def render_page(doc: dict[str, Any]) -> str:
     body = [_CSS, _verdict(doc), _trend(doc),
             _block("repos", _repos(t["repositories"])),
             _block("owners", "Owners (from each repository's CODEOWNERS)",
-                   "Click an owner for the files that hold its findings.", detail=True)]
+                   "Click an owner for its repositories and files.", detail=True)]
     if doc["jobs"]:
         body.append(_block("jobs", count(t["jobs"], "job")))
     if doc["skipped"]:
