@@ -206,7 +206,8 @@ def test_many_inputs_over_worker_processes_add_up_the_same(fleet: tuple[Path, di
                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past 64 inputs the reports are read by worker processes: the same roll-up, in input order."""
     from ncclx_migrate._report import _work
-    from ncclx_migrate._report._rollup import Job, Rollup
+    from ncclx_migrate._report._jobs import Job
+    from ncclx_migrate._report._rollup import Rollup
 
     folder, _ = fleet
     beta = json.loads((folder / "reports" / "repos" / "beta.json").read_text())

@@ -67,8 +67,9 @@ def report(inputs: tuple[str, ...], as_json: bool, html: Path | None, previous: 
     (every *.json inside) or globs:
       ncclx report reports/ --previous last.json --html fleet.html --format json > now.json
     """
-    from ._inputs import Skip
-    from ._rollup import BadReport, Job, Rollup
+    from ._inputs import BadReport, Skip
+    from ._jobs import Job
+    from ._rollup import Rollup
     from ._work import summaries
 
     rollup = Rollup()

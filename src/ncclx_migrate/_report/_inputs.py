@@ -14,10 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_INPUT_BYTES", "Doc", "Skip", "expand", "read"]
+__all__ = ["MAX_INPUT_BYTES", "BadReport", "Doc", "Skip", "expand", "read"]
 
 MAX_INPUT_BYTES = 1 << 30  # a migrate report of 200 findings is ~100 KB; a GB is not a report
 SCHEMAS = ("ncclx.migrate/1", "ncclx.doctor/1")
+
+
+class BadReport(ValueError):
+    """A report whose schema is right but whose content is not (one-line reason)."""
 
 
 @dataclass(frozen=True)

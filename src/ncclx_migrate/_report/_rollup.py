@@ -1,323 +1,29 @@
-"""Adding reports up: one row per repository, per owner and per job, and the trend.
-
-A repository's findings are counted as its report is read and then dropped: the roll-up keeps
-counts, a bounded list of files per owner, and per repository one fingerprint per open
-finding (8 bytes) so that the next roll-up can tell fixed from new (``--previous``).
-"""
+"""Adding the summaries up: rows per repository, owner and job, what is left before the rollback
+goes, and the trend against the previous roll-up."""
 
 from __future__ import annotations
 
 import base64
-import posixpath
-import re
-import sys
-from array import array
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from hashlib import blake2b
-from operator import itemgetter
 from typing import Any
 
-from .._codeowners import Owners
-from .._migrate._rules import ROLLBACK_CODES, RULES, SEVERITIES, severity
-from ._inputs import Doc
+from .._migrate._rules import SEVERITIES
+from ._inputs import BadReport
+from ._jobs import Job
+from ._repos import FILES_PER_OWNER, Owner, Repo, RepoPart, unpack
 
-__all__ = [
-    "FILES_PER_OWNER",
-    "NO_CODEOWNERS",
-    "SCHEMA",
-    "UNOWNED",
-    "BadReport",
-    "Job",
-    "RepoPart",
-    "Rollup",
-    "summarize_doctor",
-    "summarize_migrate",
-]
+__all__ = ["SCHEMA", "Rollup"]
 
 SCHEMA = "ncclx.report/1"
-UNOWNED = "(no owner)"  # a CODEOWNERS exists but no rule with owners matches
-NO_CODEOWNERS = "(no CODEOWNERS)"
-FILES_PER_OWNER = 200  # the page and JSON list an owner's files up to this; counts cover all
-_FP_BYTES = 8
-_FP_MAX = 1 << 64
-_LINE_REF = re.compile(r"\bline \d+")  # "picked on line 12": a finding keeps its identity when lines move
-_CPP = frozenset(r.code for r in RULES if r.files.startswith("C++"))
-
-
-# (code, message, fix) -> (index in SEVERITIES, safe fix, unsafe fix, C++, rollback toggle): messages repeat
-# across repositories, so each is judged once per process.
-_KINDS: dict[tuple[Any, Any, Any], tuple[int, bool, bool, bool, bool]] = {}
-
-
-class BadReport(ValueError):
-    """A report whose schema is right but whose content is not (one-line reason)."""
 
 
 def _counts() -> dict[str, int]:
     return dict.fromkeys(SEVERITIES, 0)
 
 
-@dataclass
-class Repo:
-    key: str
-    name: str
-    source: str
-    remote: str | None
-    commit: str | None
-    target_torch: str | None
-    files_scanned: int
-    errors: int
-    severity: dict[str, int] = field(default_factory=_counts)
-    findings: int = 0
-    write: int = 0  # fixable with --write (safe fixes)
-    unsafe: int = 0  # fixable with --unsafe-fixes only
-    cpp: int = 0
-    toggles: int = 0
-    codeowners: str | None = None
-    fingerprints: bytes = b""
-    trend: dict[str, int] | None = None
-
-    @property
-    def one_write_away(self) -> bool:
-        return self.findings > 0 and self.write == self.findings and not self.errors
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "key": self.key, "source": self.source, "remote": self.remote,
-            "commit": self.commit, "target_torch": self.target_torch, "codeowners": self.codeowners,
-            "files_scanned": self.files_scanned, "errors": self.errors, "findings": self.findings,
-            "severity": self.severity, "write": self.write, "unsafe": self.unsafe, "cpp": self.cpp,
-            "toggles": self.toggles, "one_write_away": self.one_write_away, "trend": self.trend,
-            "fingerprints": base64.b64encode(self.fingerprints).decode("ascii"),
-        }
-
-
-@dataclass
-class Owner:
-    name: str
-    severity: dict[str, int] = field(default_factory=_counts)
-    findings: int = 0
-    write: int = 0
-    toggles: int = 0
-    repositories: set[str] = field(default_factory=set)
-    files: list[tuple[str, str, int]] = field(default_factory=list)  # (repository, path, findings)
-    files_total: int = 0
-    # Every repository the owner has findings in: (name, findings, breaks, toggles).
-    by_repository: list[tuple[str, int, int, int]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "owner": self.name, "findings": self.findings, "severity": self.severity, "write": self.write,
-            "toggles": self.toggles, "repositories": len(self.repositories), "files_total": self.files_total,
-            "by_repository": [{"repository": r, "findings": n, "break": b, "toggles": t} for r, n, b, t in
-                              sorted(self.by_repository, key=lambda x: (-x[2], -x[3], -x[1], x[0]))],
-            "files": [{"repository": r, "path": p, "findings": n} for r, p, n in self.files],
-        }
-
-
-@dataclass
-class Job:
-    label: str
-    sources: list[str] = field(default_factory=list)
-    levels: set[str] = field(default_factory=set)
-    hosts: set[str] = field(default_factory=set)
-    torch: set[str] = field(default_factory=set)
-    builds: set[str] = field(default_factory=set)
-    nccl: set[str] = field(default_factory=set)
-    rccl: set[str] = field(default_factory=set)
-    toggle: set[str] = field(default_factory=set)
-    extensions: set[str] = field(default_factory=set)
-    failed: int = 0
-    warned: int = 0
-
-    @property
-    def legacy(self) -> bool:
-        return "nccl-legacy" in self.builds
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label, "sources": self.sources, "levels": sorted(self.levels), "hosts": sorted(self.hosts),
-            "torch": sorted(self.torch), "builds": sorted(self.builds), "legacy": self.legacy,
-            "nccl": sorted(self.nccl), "rccl": sorted(self.rccl), "toggle": sorted(self.toggle),
-            "legacy_extensions": sorted(self.extensions), "failed": self.failed, "warned": self.warned,
-        }
-
-
-@dataclass
-class RepoPart:
-    """What one repository's report adds: its row and its owners' share (their files, all)."""
-
-    repo: Repo
-    owners: dict[str, Owner]
-
-
-class _PathMap:
-    """A finding's path as the repository root names it (CODEOWNERS matches those): relative
-    paths start at the working directory of the run (``base``, relative to the root, which may
-    lie above it: a run from outside the repository)."""
-
-    def __init__(self, project: dict[str, Any]) -> None:
-        directory = project.get("directory")
-        base = project.get("base")
-        self.directory = directory.rstrip("/") if isinstance(directory, str) and directory.startswith("/") else None
-        self.base = base if isinstance(base, str) and base not in ("", ".") else ""
-        self.cache: dict[str, str | None] = {}
-
-    def __call__(self, path: str) -> str | None:
-        if path in self.cache:
-            return self.cache[path]
-        p = path.replace("\\", "/")
-        if self.directory is not None:
-            full = posixpath.normpath(posixpath.join(self.directory, self.base, p))  # an absolute p stays
-            rel: str | None = full[len(self.directory) + 1:] if full.startswith(self.directory + "/") else None
-        else:  # a report without its directory: relative paths only
-            rel = None if p.startswith("/") else posixpath.normpath(posixpath.join(self.base, p))
-            if rel is not None and (rel == ".." or rel.startswith("../")):
-                rel = None  # outside the repository: no CODEOWNERS rule speaks for it
-        self.cache[path] = rel
-        return rel
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def summarize_migrate(doc: Doc) -> RepoPart:
-    """One repository's report in counts (its findings are dropped); BadReport if it is not one."""
-    data = doc.data
-    findings = data.get("findings")
-    errors = data.get("errors", [])
-    if not isinstance(findings, list) or not isinstance(errors, list):
-        raise BadReport('"findings" and "errors" must be lists')
-    project = data.get("project")
-    if project is not None and not isinstance(project, dict):
-        raise BadReport('"project" must be an object')
-    project = project or {}
-    name = _str(project.get("name")) or posixpath.splitext(posixpath.basename(doc.path.replace("\\", "/")))[0]
-    remote = _str(project.get("remote"))
-    key = remote or (_str(project.get("directory")) or name)
-    owners_obj = project.get("codeowners")
-    owners = None
-    if isinstance(owners_obj, dict) and isinstance(owners_obj.get("rules"), list):
-        rules = [(p, [o for o in os_ if isinstance(o, str)]) for p, os_ in
-                 (r for r in owners_obj["rules"] if isinstance(r, list) and len(r) == 2)
-                 if isinstance(p, str) and isinstance(os_, list)]
-        owners = Owners(rules)
-    files_scanned = data.get("files_scanned")
-    repo = Repo(key=key, name=name, source=doc.path, remote=remote, commit=_str(project.get("commit")),
-                target_torch=_str(project.get("target_torch")),
-                files_scanned=files_scanned if type(files_scanned) is int else 0, errors=len(errors),
-                codeowners=_str(owners_obj.get("path")) if isinstance(owners_obj, dict) else None)
-    # One pass in C that counts equal findings (itemgetter and Counter over map: no Python code
-    # per finding), then the work per distinct (path, code, message, fix): severity, owners,
-    # fingerprints.  A report of migrate --baseline names its findings itself (fingerprint).
-    fields = ("path", "code", "message", "fix", "applied")
-    try:
-        try:
-            groups = Counter(map(itemgetter(*fields, "fingerprint"), findings)) if findings and isinstance(
-                findings[0], dict) and "fingerprint" in findings[0] else Counter(map(itemgetter(*fields), findings))
-        except KeyError:  # some findings without a fingerprint
-            groups = Counter((*itemgetter(*fields)(f), f.get("fingerprint")) for f in findings)
-    except (KeyError, TypeError, AttributeError):
-        raise BadReport("a finding lacks its path, code, message or fix") from None
-    # Per path: open findings by severity, then fixable with --write, toggles, all (owners are
-    # looked up once per path, not per finding).
-    by_path: dict[str, list[int]] = {}
-    kinds = _KINDS
-    fps = array("Q")
-    for group, n in groups.items():
-        path, code, message, fix, applied = group[:5]
-        if applied is True:
-            continue  # fixed by the run that wrote the report
-        kind = kinds.get((code, message, fix))
-        if kind is None:
-            if not (isinstance(path, str) and isinstance(code, str) and isinstance(message, str)):
-                raise BadReport("a finding's path, code or message is not a string")
-            kind = kinds[(code, message, fix)] = (SEVERITIES.index(severity(code, message)), fix == "safe",
-                                                  fix == "unsafe", code in _CPP, code in ROLLBACK_CODES)
-        elif not isinstance(path, str):
-            raise BadReport("a finding's path is not a string")
-        si, safe, unsafe, cpp, toggle = kind
-        acc = by_path.get(path)
-        if acc is None:
-            acc = by_path[path] = [0] * 7
-        acc[si] += n
-        acc[6] += n
-        if safe:
-            acc[4] += n
-        elif unsafe:
-            repo.unsafe += n
-        if cpp:
-            repo.cpp += n
-        if toggle:
-            acc[5] += n
-        # Names that survive line moves (the report's own fingerprint where it has one, else rule,
-        # path and message without line references); the k-th of n equal findings is base + k.
-        given = group[5] if len(group) > 5 else None
-        if isinstance(given, str) and given:
-            fp_key = given.encode()
-        else:
-            fp_key = f"{code}\0{path}\0{_LINE_REF.sub('line', message) if 'line ' in message else message}".encode()
-        base = int.from_bytes(blake2b(fp_key, digest_size=_FP_BYTES).digest(), "little") % (_FP_MAX - n)
-        fps.extend(range(base, base + n))
-    sev = repo.severity
-    to_root = _PathMap(project)
-    mine: dict[str, Owner] = {}
-    per_owner_file: Counter[tuple[str, str]] = Counter()
-    for path, acc in by_path.items():
-        for i, name_ in enumerate(SEVERITIES):
-            sev[name_] += acc[i]
-        repo.write += acc[4]
-        repo.toggles += acc[5]
-        rel = to_root(path)
-        if owners is None:
-            names: tuple[str, ...] = (NO_CODEOWNERS,)
-        else:
-            names = (owners(rel) if rel is not None else ()) or (UNOWNED,)
-        shown = rel if rel is not None else path
-        for who in names:
-            o = mine.get(who) or mine.setdefault(who, Owner(who))
-            for i, name_ in enumerate(SEVERITIES):
-                o.severity[name_] += acc[i]
-            o.write += acc[4]
-            o.toggles += acc[5]
-            o.findings += acc[6]
-            per_owner_file[(who, shown)] += acc[6]
-    repo.findings = len(fps)
-    repo.fingerprints = _pack(array("Q", sorted(fps)))
-    for (who, rel), count in per_owner_file.items():
-        mine[who].files.append((name, rel, count))
-    return RepoPart(repo, mine)
-
-
-def summarize_doctor(doc: Doc) -> Job:
-    """One job's doctor report (any level) as a Job row; BadReport if it is not one."""
-    from .._doctor._model import Report, ReportError
-
-    try:
-        report = Report.from_json(doc.data)
-    except ReportError as exc:
-        raise BadReport(str(exc)) from None
-    base = posixpath.basename(doc.path.replace("\\", "/"))
-    job = Job(report.label or f"{report.host} ({base})")
-    job.sources.append(doc.path)
-    job.levels.add(report.level)
-    job.hosts.add(report.host)
-    if report.torch:
-        job.torch.add(report.torch)
-    for c in report.checks:
-        job.failed += c.status.value in ("fail", "error")
-        job.warned += c.status.value == "warn"
-    facts = _doctor_facts(report)
-    for fact, into in (("nccl-resolution.implementation", job.builds), ("nccl-version.runtime", job.nccl),
-                       ("rccl-version.runtime", job.rccl), ("legacy-toggle.value", job.toggle)):
-        into.update(str(v) for v in facts.get(fact, ()) if v is not None)
-    for v in facts.get("compiled-extensions.legacy_only_packages", ()):
-        if isinstance(v, list):
-            job.extensions.update(str(x) for x in v)
-    return job
 
 
 class Rollup:
@@ -384,8 +90,8 @@ class Rollup:
                 repo.trend = {"fixed": 0, "new": repo.findings}
                 new += repo.findings
                 continue
-            old = Counter(_split(before[repo.key]))
-            now = Counter(_split(repo.fingerprints))
+            old = Counter(unpack(before[repo.key]))
+            now = Counter(unpack(repo.fingerprints))
             repo.trend = {"fixed": sum((old - now).values()), "new": sum((now - old).values())}
             fixed += repo.trend["fixed"]
             new += repo.trend["new"]
@@ -449,46 +155,3 @@ class Rollup:
         }
 
 
-def _pack(numbers: array[int]) -> bytes:
-    if sys.byteorder == "big":  # the roll-up JSON is little-endian wherever it was written
-        numbers.byteswap()
-    return numbers.tobytes()
-
-
-def _split(blob: bytes) -> array[int]:
-    out = array("Q")
-    out.frombytes(blob[: len(blob) - len(blob) % _FP_BYTES])
-    if sys.byteorder == "big":
-        out.byteswap()
-    return out
-
-
-def _doctor_facts(report: Any) -> dict[str, list[Any]]:
-    """Each fingerprint fact's values in a job's report: read from the checks of one process's
-    report, or from cluster-consistency's agreed and divergent facts in a merged one."""
-    out: dict[str, list[Any]] = {}
-    consistency = report.get("cluster-consistency")
-    if consistency is not None and isinstance(consistency.details.get("divergent"), list):
-        agreed = consistency.details.get("agreed")
-        for fact, value in (agreed.items() if isinstance(agreed, dict) else ()):
-            out.setdefault(fact, []).append(value)
-        for d in consistency.details["divergent"]:
-            if isinstance(d, dict) and isinstance(d.get("fact"), str):
-                vals = out.setdefault(d["fact"], [])
-                vals.append(d.get("majority"))
-                vals.extend(m.get("value") for m in d.get("minority") or [] if isinstance(m, dict))
-        if out or report.level in ("merge", "cluster"):
-            return out
-    for cid, key in (("nccl-resolution", "implementation"), ("nccl-version", "runtime"),
-                     ("rccl-version", "runtime"), ("legacy-toggle", "value"),
-                     ("compiled-extensions", "legacy_only_packages")):
-        check = report.get(cid)
-        if check is None:
-            continue
-        value = check.details.get(key)
-        if value is None and key == "runtime":  # --level static loads nothing: the pinned wheel says
-            pinned = check.details.get("pinned")
-            value = pinned.partition("==")[2] or None if isinstance(pinned, str) else check.details.get("build")
-        if key in check.details or value is not None:
-            out[f"{cid}.{key}"] = [value]
-    return out

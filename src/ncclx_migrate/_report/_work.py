@@ -13,8 +13,9 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
-from ._inputs import Skip, expand, read
-from ._rollup import BadReport, Job, RepoPart, summarize_doctor, summarize_migrate
+from ._inputs import BadReport, Skip, expand, read
+from ._jobs import Job, summarize_doctor
+from ._repos import RepoPart, summarize_migrate
 
 __all__ = ["summaries"]
 
