@@ -54,6 +54,8 @@ def _counts() -> dict[str, int]:
 
 @dataclass
 class Repo:
+    """One repository's row: its open findings counted (fixed ones, ``applied``, are not open)."""
+
     key: str
     name: str
     source: str
@@ -89,6 +91,8 @@ class Repo:
 
 @dataclass
 class Owner:
+    """One owner's share of the findings, from every repository whose CODEOWNERS names it."""
+
     name: str
     severity: dict[str, int] = field(default_factory=_counts)
     findings: int = 0
