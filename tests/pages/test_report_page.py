@@ -58,3 +58,22 @@ def test_rollup_page_in_the_browser(fleet: tuple[Path, dict[str, Any]], tmp_path
     data = json.loads(page_file.read_text(encoding="utf-8").split('<script id="data" type="application/json">')[1]
                       .split("</script>")[0])
     assert "fingerprints" not in data["repositories"][0]  # the trend's fingerprints stay in the JSON
+
+
+@pytest.mark.browser
+def test_a_large_fleet_draws_the_first_rows_and_filters_the_rest(fleet: tuple[Path, dict[str, Any]],  # noqa: F811
+                                                                 tmp_path: Path, open_page: Any) -> None:
+    from ncclx_migrate._report._html import render_page
+
+    folder, _ = fleet
+    doc = json.loads(run_ncclx("report", str(folder / "reports"), "--format", "json").stdout)
+    alpha = doc["repositories"][0]
+    doc["repositories"] = [dict(alpha, name=f"repo-{i:04d}", key=f"k{i}") for i in range(1200)]
+    doc["totals"]["repositories"] = 1200
+    page_file = tmp_path / "large.html"
+    page_file.write_text(render_page(doc), encoding="utf-8")
+    page = open_page(page_file).page
+    assert page.locator("#repos tbody tr").count() == 1000
+    assert page.locator("#repos-count").inner_text() == "the first 1,000 of 1,200 (filter or sort for the others)"
+    page.fill("#repos-filter", "repo-1150")
+    assert page.locator("#repos tbody tr").count() == 1 and page.locator("#repos-count").inner_text() == "1 of 1,200"

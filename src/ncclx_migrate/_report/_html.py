@@ -32,6 +32,9 @@ input.filter{font:13px system-ui,sans-serif;padding:3px 8px;margin:0 0 6px;width
 </style>"""
 
 _SCRIPT = r"""
+// A table draws at most ROWS rows (thousands of rows make every click slow); the filter and the
+// sort reach the others.
+const ROWS=1000;
 const fmt=n=>n===null||n===undefined?"":Number(n).toLocaleString("en-US");
 function table(id,cols,rows,opts){
   const el=document.getElementById(id),filter=document.getElementById(id+"-filter"),shown=document.getElementById(id+"-count");
@@ -43,11 +46,12 @@ function table(id,cols,rows,opts){
     let rs=rows.map((r,i)=>[r,i]).filter(([r])=>!q||opts.find(r).toLowerCase().includes(q));
     rs.sort((a,b)=>{const x=c.get(a[0]),y=c.get(b[0]);const d=c.text?String(x).localeCompare(String(y)):(y-x);return (up?-d:d)||a[1]-b[1]});
     const h=[`<table class="rows"><thead><tr>${cols.map(c=>`<th class="${c.text?"l ":""}${c.key===key?"sorted"+(up?" up":""):""}" data-key="${c.key}" title="${esc(c.tip||c.label)}">${esc(c.label)}</th>`).join("")}</tr></thead><tbody>`];
-    for(const [r,i] of rs.slice(0,opts.limit||5000))h.push(`<tr data-i="${i}" class="${opts.pick?"pick":""}${i===sel?" sel":""}">${cols.map(c=>cell(c,r)).join("")}</tr>`);
+    for(const [r,i] of rs.slice(0,ROWS))h.push(`<tr data-i="${i}" class="${opts.pick?"pick":""}${i===sel?" sel":""}">${cols.map(c=>cell(c,r)).join("")}</tr>`);
     h.push("</tbody></table>");el.innerHTML=h.join("");
-    if(shown)shown.textContent=`${fmt(Math.min(rs.length,opts.limit||5000))} of ${fmt(rows.length)}`;
+    if(shown)shown.textContent=rs.length>ROWS?`the first ${fmt(ROWS)} of ${fmt(rs.length)} (filter or sort for the others)`:`${fmt(rs.length)} of ${fmt(rows.length)}`;
     el.querySelectorAll("th").forEach(th=>th.addEventListener("click",()=>{if(key===th.dataset.key)up=!up;else{key=th.dataset.key;up=false}draw()}));
-    if(opts.pick)el.querySelectorAll("tbody tr").forEach(tr=>tr.addEventListener("click",()=>{sel=+tr.dataset.i;draw();opts.pick(rows[sel])}))};
+    if(opts.pick)el.querySelectorAll("tbody tr").forEach(tr=>tr.addEventListener("click",()=>{sel=+tr.dataset.i;
+      el.querySelectorAll("tr.sel").forEach(x=>x.classList.remove("sel"));tr.classList.add("sel");opts.pick(rows[sel])}))};
   if(filter)filter.addEventListener("input",draw);
   draw();
 }
