@@ -24,7 +24,8 @@ STATIC_IDS = IDS[:11]
 def test_json_is_exactly_the_schema() -> None:
     report = doctor_json("--level", "static")
     rc = report.pop("_rc")
-    assert list(report) == ["schema", "level", "host", "rank", "torch", "backend", "summary", "checks"]
+    assert list(report) == ["schema", "level", "host", "label", "rank", "torch", "backend", "summary", "checks"]
+    assert report["label"] == report["host"]  # no --label, no Slurm/torchrun job: the host
     assert set(report["backend"]) == {"judged", "why"}
     assert report["schema"] == "ncclx.doctor/1"
     assert report["level"] == "static"

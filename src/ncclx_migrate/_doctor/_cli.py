@@ -153,6 +153,15 @@ def write_html(path: Path, sources: Sequence[Source], summary: Report, expected:
 
 
 _HTML_HELP = "Also write a self-contained HTML page (hosts or ranks x checks) to this file."
+_LABEL_HELP = "Name of the job this report speaks for, in the JSON (ncclx report rolls jobs up by it)."
+
+
+def _default_label() -> str:
+    import socket
+
+    from ._facts import job_label
+
+    return job_label(os.environ, socket.gethostname())
 
 
 @click.group(invoke_without_command=True)
@@ -174,6 +183,8 @@ _HTML_HELP = "Also write a self-contained HTML page (hosts or ranks x checks) to
               metavar="SECONDS", help="Bound on the probe and on the cluster gather.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help=_HTML_HELP + " With --level cluster, rank 0 writes it.")
+@click.option("--label", metavar="TEXT", help=_LABEL_HELP + " Default: the host and the Slurm or torchrun job id "
+              "(node-a/slurm-4243).")
 @click.pass_context
 def doctor(
     ctx: click.Context,
@@ -187,6 +198,7 @@ def doctor(
     require_gpu: bool,
     timeout: float,
     html: Path | None,
+    label: str | None,
 ) -> None:
     """Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.
 
@@ -222,6 +234,7 @@ def doctor(
                 on_merged=None if html is None else lambda src, rep, exp: write_html(html, src, rep, exp),
             )
         if report is not None:
+            report.label = label or _default_label()  # rank 0 speaks for the job
             emit(report, as_json)
         ctx.exit(code)
     from ._runner import run_checks
@@ -229,6 +242,7 @@ def doctor(
     with stdout_to_stderr() as out:
         progress = _progress(as_json, out)
         report, _ = run_checks(options, progress=progress)
+        report.label = label or _default_label()
         if progress is not None:
             progress.summary(report)
     if html is not None:
@@ -245,8 +259,10 @@ def doctor(
 @format_option("ncclx.doctor/1")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
+@click.option("--label", metavar="TEXT", help=_LABEL_HELP + " Default: the inputs' label, where they share one.")
 @click.pass_context
-def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool, html: Path | None) -> None:
+def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: bool, html: Path | None,
+          label: str | None) -> None:
     """Compare doctor reports saved on several nodes (ncclx doctor --format json > NODE.json), offline."""
     from ._merge import load_reports, merge_reports
 
@@ -255,6 +271,10 @@ def merge(ctx: click.Context, reports: tuple[str, ...], as_json: bool, strict: b
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     merged = merge_reports(loaded)
+    labels = {s.report.label for s in loaded}
+    jobs = {lb.partition("/")[2] for lb in labels if lb}  # node-a/slurm-42, node-b/slurm-42: slurm-42
+    merged.label = label or (labels.pop() if len(labels) == 1 else jobs.pop() if len(jobs) == 1 and "" not in jobs
+                             and None not in labels else None)
     if html is not None:
         write_html(html, loaded, merged)
     emit(merged, as_json)

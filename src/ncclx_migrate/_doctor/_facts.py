@@ -289,3 +289,18 @@ def _amd_gpu_node(path: str) -> bool:
     except (OSError, ValueError, IndexError):
         return False
     return False
+
+
+# The job id a launcher exports, most specific first: Slurm's (an array task: its own), then
+# torchrun's rendezvous id (torchrun without --rdzv-id says "none").
+_JOB_IDS = (("SLURM_ARRAY_JOB_ID", "slurm-{}_{SLURM_ARRAY_TASK_ID}"), ("SLURM_JOB_ID", "slurm-{}"),
+            ("TORCHELASTIC_RUN_ID", "torchrun-{}"))
+
+
+def job_label(environ: Mapping[str, str], host: str) -> str:
+    """A report's default ``--label``: "node-a/slurm-4243", or the host alone outside a job."""
+    for var, form in _JOB_IDS:
+        value = environ.get(var, "").strip()
+        if value and value != "none" and ("{SLURM_ARRAY_TASK_ID}" not in form or environ.get("SLURM_ARRAY_TASK_ID")):
+            return f"{host}/" + form.format(value, **environ)
+    return host

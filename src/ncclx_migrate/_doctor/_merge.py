@@ -154,6 +154,7 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
     same_image = ("make every node run the same image and environment (same torch/NCCL wheels, same "
                   "TORCH_*/NCCL* variables in the launcher)")
     divergent: list[dict[str, Any]] = []
+    agreed: dict[str, Any] = {}  # the facts every report shares (ncclx report reads them)
     for one, many, cid, key, severity in FINGERPRINT:
         values: dict[str, list[Source]] = defaultdict(list)
         for s in sources:
@@ -161,6 +162,8 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
             if check is None or key not in check.details:
                 continue
             values[json.dumps(check.details[key], sort_keys=True)].append(s)
+        if len(values) == 1:
+            agreed[f"{cid}.{key}"] = json.loads(next(iter(values)))
         if len(values) < 2:
             continue
         # Majority first; ties go to the value the lowest rank (or first input) holds.
@@ -203,6 +206,7 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
         "missing_ranks": missing,
         "hosts": sorted({s.report.host for s in sources}),
         "divergent": divergent,
+        "agreed": agreed,
         "failing": failing,
     }
     n = len(sources)

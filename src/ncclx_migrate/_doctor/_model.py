@@ -70,6 +70,9 @@ class Report:
     # The backend the checks judged (an IMPL_* name) and why; None in a merged report.
     backend: str | None = None
     backend_why: str = ""
+    # Which job this report speaks for (``--label``, else host and Slurm/torchrun job id): the
+    # key ``ncclx report`` rolls jobs up by.  None in reports written before it existed.
+    label: str | None = None
 
     def summary(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Status}
@@ -89,6 +92,7 @@ class Report:
             "schema": SCHEMA,
             "level": self.level,
             "host": self.host,
+            "label": self.label,
             "rank": self.rank,
             "torch": self.torch,
             "backend": None if self.backend is None else {"judged": self.backend, "why": self.backend_why},
@@ -147,7 +151,7 @@ class Report:
         if backend is not None and not (isinstance(backend, dict) and isinstance(backend.get("judged"), str)):
             raise ReportError(f'"backend" is {_short(backend)}, expected {{"judged": NAME, "why": TEXT}} or null')
         return cls(level=_text(data, "level", "", required=True), host=_text(data, "host", "", required=True),
-                   rank=rank, torch=torch, checks=out,
+                   rank=rank, torch=torch, checks=out, label=_text(data, "label", "") or None,
                    backend=backend["judged"] if backend else None,
                    backend_why=_text(backend, "why", "backend.") if backend else "")
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from .._color import use_color
-from . import _config, _runner
+from . import _baseline, _config, _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, read_source, render
@@ -41,13 +41,49 @@ def _prefixes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _exit_code(results: list[FileResult], mode: Mode) -> int:
+def _exit_code(results: list[FileResult], mode: Mode, baseline: _baseline.Comparison | None = None) -> int:
     if any(r.error for r in results):
         return 2
+    if baseline is not None and baseline.written:
+        return 0  # every finding left is in the baseline now
     left: list[Finding] = [
-        f for r in results for f in r.findings if not (mode.write and f.applied)
+        f for r in results for f in r.findings
+        if not (mode.write and f.applied) and f.baseline_state != "unchanged"
     ]
     return 1 if left else 0
+
+
+def _ratchet(baseline: _baseline.Baseline | None, update: bool, fmt: str, results: list[FileResult],
+             scanned: list[str], options: Options, view: TextView) -> _baseline.Comparison | None:
+    """Fingerprints (SARIF, GitLab, a baseline) and the comparison with the baseline."""
+    findings = [f for r in results for f in r.findings]
+    if baseline is None:
+        if fmt in ("sarif", "gitlab"):
+            import os
+
+            _baseline.stamp(findings, view.read, os.getcwd())
+        return None
+    try:
+        return _baseline.ratchet(baseline, findings, scanned, options, view.read, update)
+    except OSError as exc:
+        click.echo(f"ncclx migrate: error: {baseline.path}: cannot write the baseline: {exc.strerror or exc}",
+                   err=True)
+        sys.exit(2)
+
+
+def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
+    if path is None:
+        return None
+    try:
+        return _baseline.load(path)
+    except _baseline.BaselineError as exc:
+        import os
+
+        if update and not os.path.lexists(path):
+            return _baseline.Baseline(path)  # --update-baseline creates it
+        # Not even --update-baseline overwrites a file that is not a baseline: it may be another file.
+        click.echo(f"ncclx migrate: error: {exc}", err=True)
+        sys.exit(2)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,11 +106,15 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
                    f"and Python a rule would parse {_runner.DEFAULT_MAX_PYTHON_MB:g} (parsing takes ~1,300x the size).")
 @click.option("--ignore-unknown", is_flag=True,
               help="A file of a kind no scanner reads is skipped, not an error (pre-commit passes every text file).")
+@click.option("--baseline", "baseline_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=str),
+              help="Report and fail only on findings not in FILE (a JSON file --update-baseline writes).")
+@click.option("--update-baseline", is_flag=True,
+              help="With --baseline FILE: write this run's findings into FILE (for the files scanned) and exit 0.")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
     jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float | None,
-    ignore_unknown: bool,
+    ignore_unknown: bool, baseline_file: str | None, update_baseline: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -86,6 +126,12 @@ def migrate(
         raise click.UsageError("'-' (stdin) cannot be mixed with other paths")
     if diff and write:
         raise click.UsageError("--diff and --write are exclusive: --diff shows what --write would do")
+    if update_baseline and baseline_file is None:
+        raise click.UsageError("--update-baseline needs --baseline FILE: the file to write")
+    if update_baseline and diff:
+        raise click.UsageError("--update-baseline records the findings of the files as they are on disk: "
+                               "use it without --diff (with --write, after the fixes)")
+    baseline = _load_baseline(baseline_file, update_baseline)
     if unsafe_fixes and not (write or diff):
         raise click.UsageError("--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them "
                                "(the report already lists every finding, those with an unsafe fix included)")
@@ -124,7 +170,7 @@ def migrate(
     color = use_color(sys.stderr if to_err else sys.stdout)
     view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
-        sys.exit(_stdin(stdin_filename, options, mode, fmt, view))
+        sys.exit(_stdin(stdin_filename, options, mode, fmt, view, baseline, update_baseline))
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
@@ -138,6 +184,8 @@ def migrate(
         click.echo(line, err=True)  # each worker reads a config file once: said once
     _warn(report.outcomes)
     unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
+    scanned = [o.result.path for o in report.outcomes if o.scanned and not o.result.error]
+    comparison = None
     if unchecked and not report.files_scanned and not any(r.error for r in results):
         pass  # nothing was checked at all: the error alone, not a report of 0 files
     elif diff:
@@ -147,13 +195,22 @@ def migrate(
         # Findings left point into the text the diff leads to, which is not on disk.
         fixed = {r.path: r.new_text for r in results if r.new_text is not None}
         view = dataclasses.replace(view, read=lambda p: fixed[p] if p in fixed else read_source(p))
+        comparison = _ratchet(baseline, update_baseline, fmt, results, scanned, options, view)
         # stdout holds only the diff (for `git apply`); the report, in any format, goes to stderr.
-        click.echo(render(fmt, results, report.files_scanned, True, view), nl=False, err=True, color=color)
+        click.echo(render(fmt, results, report.files_scanned, True, view, comparison), nl=False, err=True,
+                   color=color)
     else:
-        click.echo(render(fmt, results, report.files_scanned, view=view), nl=False, color=color)
+        comparison = _ratchet(baseline, update_baseline, fmt, results, scanned, options, view)
+        project = None
+        if fmt == "json":
+            from ._project import project_info
+
+            project = project_info(paths[0], target)
+        click.echo(render(fmt, results, report.files_scanned, view=view, baseline=comparison, project=project),
+                   nl=False, color=color)
     for line in unchecked:
         click.echo(f"ncclx migrate: error: {line}", err=True)
-    sys.exit(2 if unchecked else _exit_code(results, mode))
+    sys.exit(2 if unchecked else _exit_code(results, mode, comparison))
 
 
 def _warn(outcomes: list[Outcome]) -> None:
@@ -182,7 +239,8 @@ def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     return out
 
 
-def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) -> int:
+def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
+           baseline: _baseline.Baseline | None = None, update: bool = False) -> int:
     raw = sys.stdin.buffer.read()
     display = name if name != "-" else "-"
     try:
@@ -213,21 +271,22 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView) ->
     # Positions of findings left point into the fixed text with --write or --diff.
     shown = result.new_text if (mode.write or mode.diff) and result.new_text is not None else text
     view = dataclasses.replace(view, read=lambda p: shown if p == display else None)
+    c = _ratchet(baseline, update, fmt, report.results, [] if result.error else [display], options, view)
     if mode.write:
         out = result.new_text if result.new_text is not None else text
         sys.stdout.flush()
         sys.stdout.buffer.write(out.encode(encoding, errors="backslashreplace"))
         sys.stdout.buffer.flush()
-        click.echo(render(fmt, report.results, 1, view=view), nl=False, err=True, color=view.color)
+        click.echo(render(fmt, report.results, 1, view=view, baseline=c), nl=False, err=True, color=view.color)
     elif mode.diff:
         if result.new_text is not None:
             from ._runner import _unified
 
             sys.stdout.write(_unified(display, text, result.new_text))
-        click.echo(render(fmt, report.results, 1, True, view), nl=False, err=True, color=view.color)
+        click.echo(render(fmt, report.results, 1, True, view, c), nl=False, err=True, color=view.color)
     else:
-        click.echo(render(fmt, report.results, 1, view=view), nl=False, color=view.color)
-    return _exit_code(report.results, mode)
+        click.echo(render(fmt, report.results, 1, view=view, baseline=c), nl=False, color=view.color)
+    return _exit_code(report.results, mode, c)
 
 
 @click.command()

@@ -48,9 +48,13 @@ class Finding:
     # properties); the rule's full text is `ncclx explain CODE`.
     detail: str = ""
     cell: CellPosition | None = None  # only for a finding in a notebook cell
+    # Set by the report for SARIF, GitLab and --baseline (see _baseline): a stable identity
+    # across line moves, and "new" / "unchanged" against the baseline.
+    fingerprint: str | None = None
+    baseline_state: str | None = None
 
     def as_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "path": self.path,
             "line": self.line,
             "column": self.column,
@@ -61,6 +65,11 @@ class Finding:
             "applied": self.applied,
             "cell": None if self.cell is None else self.cell.as_json(),
         }
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
+        if self.baseline_state is not None:
+            out["baseline_state"] = self.baseline_state
+        return out
 
 
 @dataclass

@@ -1,22 +1,28 @@
-"""Output formats: text, json ("ncclx.migrate/1"), sarif (2.1.0), github annotations."""
+"""Output formats: text, json ("ncclx.migrate/1"), sarif (2.1.0), github annotations, gitlab
+(Code Quality)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .. import __version__
 from ._model import FileResult, Finding, FixKind
 from ._rules import RULES, rule_doc_uri
 
+if TYPE_CHECKING:
+    from ._baseline import Comparison, Entry
+
 __all__ = ["FORMATS", "SCHEMA", "TextView", "render"]
 
 SCHEMA = "ncclx.migrate/1"
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "gitlab")
 
 
 def _all_findings(results: Sequence[FileResult]) -> list[Finding]:
@@ -25,17 +31,26 @@ def _all_findings(results: Sequence[FileResult]) -> list[Finding]:
     return out
 
 
+def _reported(findings: list[Finding]) -> list[Finding]:
+    """What a text, github or gitlab report lists: not the findings a baseline holds."""
+    return [f for f in findings if f.baseline_state != "unchanged"]
+
+
 def _errors(results: Sequence[FileResult]) -> list[dict[str, str]]:
     return [{"path": r.path, "message": r.error} for r in results if r.error]
 
 
-def render_json(results: Sequence[FileResult], files_scanned: int) -> str:
-    doc = {
+def render_json(results: Sequence[FileResult], files_scanned: int, baseline: Comparison | None = None,
+                project: dict[str, Any] | None = None) -> str:
+    doc: dict[str, object] = {
         "schema": SCHEMA,
+        **({} if project is None else {"project": project}),  # which repository (ncclx report reads it)
         "files_scanned": files_scanned,
         "findings": [f.as_json() for f in _all_findings(results)],
         "errors": _errors(results),
     }
+    if baseline is not None:
+        doc["baseline"] = baseline.as_json()
     return json.dumps(doc, indent=2) + "\n"
 
 
@@ -123,16 +138,18 @@ def _in_cell(f: Finding) -> str:
     return "" if f.cell is None else f" (cell {f.cell.number}, line {f.cell.line})"
 
 
-def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_scanned: int, view: TextView) -> str:
+def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_scanned: int, view: TextView,
+             new: str = "") -> str:
     """What happened in the mode that ran, and what the next command would add (only for
-    ``fine``, the findings of files that had no error: another run fails the same way)."""
+    ``fine``, the findings of files that had no error: another run fails the same way);
+    ``new``: "new " against a baseline."""
     if not findings and not n_errors:
-        return f"No findings in {_plural(files_scanned, 'file')}."
+        return f"No {new}findings in {_plural(files_scanned, 'file')}."
     left = [f for f in findings if not f.applied]
     fixed = len(findings) - len(left)
     safe = sum(1 for f in fine if not f.applied and f.fix is FixKind.SAFE)
     unsafe = sum(1 for f in fine if not f.applied and f.fix is FixKind.UNSAFE)
-    out = f"Found {_plural(len(findings), 'finding')} in {_plural(files_scanned, 'file')}"
+    out = f"Found {_plural(len(findings), new + 'finding')} in {_plural(files_scanned, 'file')}"
     hint = ""
     if view.write:
         out += f" ({fixed} fixed, {len(left)} left)."
@@ -161,14 +178,15 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
 
 
 def render_text(
-    results: Sequence[FileResult], files_scanned: int, dry_run: bool = False, view: TextView | None = None
+    results: Sequence[FileResult], files_scanned: int, dry_run: bool = False, view: TextView | None = None,
+    baseline: Comparison | None = None,
 ) -> str:
     """``dry_run``: --diff without --write, so "applied" fixes were only shown, not written."""
     view = view or TextView(diff=dry_run)
     style = _Style(view.color)
     colon = style(":", _CYAN)
     lines = []
-    findings = _all_findings(results)
+    findings = _reported(_all_findings(results))
     sources: dict[str, str | None] = {}
     for f in findings:
         where = f"{style(f.path, _BOLD)}{colon}{_position(f, colon)}{colon}"
@@ -180,9 +198,38 @@ def render_text(
     errors = _errors(results)
     for e in errors:
         lines.append(f"{style(e['path'], _BOLD)}{colon} {style('error', _RED, _BOLD)}{colon} {e['message']}")
+    if baseline is not None:
+        lines += [_fixed_line(baseline, e, style) for e in baseline.absent]
     failed = {e["path"] for e in errors}
-    lines.append(_summary([f for f in findings if f.path not in failed], findings, len(errors), files_scanned, view))
+    new = "new " if baseline is not None and not (view.write or view.diff) else ""
+    lines.append(_summary([f for f in findings if f.path not in failed], findings, len(errors), files_scanned, view, new))
+    if baseline is not None:
+        lines.append(_baseline_summary(baseline))
     return "\n".join(lines) + "\n"
+
+
+def _shown_path(baseline: Comparison, e: Entry) -> str:
+    """A baseline entry's path as the other lines name files (relative to the working directory)."""
+    path = os.path.normpath(os.path.join(baseline.baseline.folder, e.path))
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _fixed_line(baseline: Comparison, e: Entry, style: _Style) -> str:
+    return f"{style(_shown_path(baseline, e), _BOLD)}{style(':', _CYAN)} {style(e.code, _GREEN, _BOLD)} " \
+           f"{style('[baseline: fixed]', _GREEN)} {e.source}".rstrip()
+
+
+def _baseline_summary(c: Comparison) -> str:
+    """The one line about the baseline: what it holds back, and what is fixed since."""
+    name = c.baseline.path
+    if c.written:
+        return (f"Wrote {name}: {_plural(c.new, 'finding')} added, {c.unchanged} kept, "
+                f"{len(c.absent)} fixed and dropped.")
+    out = f"{_plural(c.unchanged, 'finding')} in the baseline ({name}) not shown"
+    if c.absent:
+        out += f"; {len(c.absent)} of its entries fixed: --update-baseline drops them"
+    return out + "."
 
 
 def _gh_escape(s: str, prop: bool = False) -> str:
@@ -197,9 +244,9 @@ def _gh_text(f: Finding) -> str:
     return f"{f.code} {f.message}{_in_cell(f)}" + (f"\n\n{f.detail}" if f.detail else "")
 
 
-def render_github(results: Sequence[FileResult], files_scanned: int) -> str:
+def render_github(results: Sequence[FileResult], files_scanned: int, baseline: Comparison | None = None) -> str:
     lines = []
-    for f in _all_findings(results):
+    for f in _reported(_all_findings(results)):
         if f.applied:
             continue
         level = "warning"
@@ -225,7 +272,7 @@ def _artifact(path: str) -> dict[str, str]:
     return {"uri": quote(rel.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
-def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
+def render_sarif(results: Sequence[FileResult], files_scanned: int, baseline: Comparison | None = None) -> str:
     rules = []
     for r in RULES:
         rule: dict[str, object] = {"id": r.code, "name": r.name, "shortDescription": {"text": r.summary}}
@@ -255,7 +302,23 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
         }
         if f.code in index:
             res["ruleIndex"] = index[f.code]
+        if f.fingerprint is not None:  # what code scanning tracks an alert by, across commits
+            res["partialFingerprints"] = {_FINGERPRINT_KEY: f.fingerprint}
+        if f.baseline_state is not None:
+            res["baselineState"] = f.baseline_state
         sarif_results.append(res)
+    for e in baseline.absent if baseline is not None else []:
+        assert baseline is not None
+        # Fixed since the baseline: a result that passes (kind "pass", level "none").
+        gone: dict[str, object] = {
+            "ruleId": e.code, "kind": "pass", "level": "none", "baselineState": "absent",
+            "message": {"text": f"fixed since the baseline: {e.source}"},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact(_shown_path(baseline, e))}}],
+            "partialFingerprints": {_FINGERPRINT_KEY: e.fingerprint},
+        }
+        if e.code in index:
+            gone["ruleIndex"] = index[e.code]
+        sarif_results.append(gone)
     notifications = [
         {"level": "error", "message": {"text": f"{e['path']}: {e['message']}"}} for e in _errors(results)
     ]
@@ -279,15 +342,41 @@ def render_sarif(results: Sequence[FileResult], files_scanned: int) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+_FINGERPRINT_KEY = "ncclxFingerprint/v1"
+
+
+def render_gitlab(results: Sequence[FileResult], files_scanned: int, baseline: Comparison | None = None) -> str:
+    """GitLab Code Quality, as ruff writes it: a JSON array of issues, each with the rule as
+    ``check_name`` and in the description, severity "major", a unique fingerprint, and the
+    path relative to ``$CI_PROJECT_DIR`` (else the working directory)."""
+    root = os.environ.get("CI_PROJECT_DIR") or os.getcwd()
+    issues = []
+    for f in _reported(_all_findings(results)):
+        if f.applied:
+            continue
+        begin = {"line": f.line, "column": f.column}
+        issues.append({
+            "check_name": f.code,
+            "description": f"{f.code}: {f.message}{_in_cell(f)}",
+            "severity": "major",
+            "fingerprint": f.fingerprint or hashlib.sha256(f"{f.code}\0{f.path}\0{f.line}\0{f.column}".encode(
+                "utf-8", "surrogatepass")).hexdigest()[:20],
+            "location": {"path": os.path.relpath(os.path.abspath(f.path), root).replace(os.sep, "/"),
+                         "positions": {"begin": begin, "end": begin}},
+        })
+    return json.dumps(issues, indent=2) + "\n"
+
+
 def render(
     fmt: str, results: Sequence[FileResult], files_scanned: int, dry_run: bool = False,
-    view: TextView | None = None,
+    view: TextView | None = None, baseline: Comparison | None = None, project: dict[str, Any] | None = None,
 ) -> str:
     if fmt == "text":
-        return render_text(results, files_scanned, dry_run, view)
+        return render_text(results, files_scanned, dry_run, view, baseline)
+    if fmt == "json":
+        return render_json(results, files_scanned, baseline, project)
     return {
-        "text": render_text,
-        "json": render_json,
         "sarif": render_sarif,
         "github": render_github,
-    }[fmt](results, files_scanned)
+        "gitlab": render_gitlab,
+    }[fmt](results, files_scanned, baseline)

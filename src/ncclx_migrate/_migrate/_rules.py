@@ -17,7 +17,17 @@ from pathlib import Path
 
 from ._model import FixKind
 
-__all__ = ["RULES", "Rule", "get_rule", "rule_doc", "rule_doc_uri", "rules_markdown"]
+__all__ = [
+    "ROLLBACK_CODES",
+    "RULES",
+    "SEVERITIES",
+    "Rule",
+    "get_rule",
+    "rule_doc",
+    "rule_doc_uri",
+    "rules_markdown",
+    "severity",
+]
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,39 @@ RULES: tuple[Rule, ...] = (
 )
 
 _BY_CODE = {r.code: r for r in RULES}
+
+# How much a finding matters, worst first (``ncclx report`` counts by these):
+# break: wrong or failing under nccl2, or once the rollback goes; maybe a break: depends on what
+# the code or job does; hardening: works today, stays right under other launchers; deprecated:
+# a spelling torch still accepts (with a warning, or redundantly).
+SEVERITIES = ("break", "maybe a break", "hardening", "deprecated")
+_SEVERITY = {
+    "NCX101": "break", "NCX102": "deprecated", "NCX103": "break", "NCX104": "deprecated",
+    "NCX110": "break", "NCX111": "break", "NCX112": "maybe a break", "NCX113": "maybe a break",
+    "NCX120": "deprecated", "NCX121": "break", "NCX122": "maybe a break", "NCX123": "deprecated",
+    "NCX130": "hardening", "NCX131": "maybe a break", "NCX132": "break", "NCX133": "break",
+    "NCX134": "maybe a break",
+    "NCX201": "break", "NCX202": "break", "NCX203": "deprecated", "NCX204": "deprecated",
+    "NCX301": "break", "NCX302": "break", "NCX303": "break", "NCX304": "break", "NCX305": "break",
+    "NCX306": "break", "NCX307": "break",
+}
+# The rollback itself still set: TORCH_DIST_USE_NCCL2 toggles and "nccl-legacy" backend names.
+ROLLBACK_CODES = frozenset({"NCX101", "NCX103", "NCX201", "NCX202"})
+
+
+def severity(code: str, message: str) -> str:
+    """A finding's severity: its rule's, unless the message says how sure it is (NCX130/NCX134
+    end in "(hardening)", "(a break)", "(maybe a break)"; an explicit "nccl2" on a torch that
+    lacks it is a break).  Unknown codes (a newer ncclx's report) count as "maybe a break"."""
+    if message.endswith("(a break)"):
+        return "break"
+    if message.endswith("(maybe a break)"):
+        return "maybe a break"
+    if message.endswith("(hardening)"):
+        return "hardening"
+    if "does not exist on torch" in message:
+        return "break"
+    return _SEVERITY.get(code, "maybe a break")
 
 
 def get_rule(code: str) -> Rule | None:
