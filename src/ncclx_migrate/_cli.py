@@ -17,6 +17,7 @@ _COMMANDS = {
     "rules": "._migrate._cli:rules",
     "explain": "._migrate._cli:explain",
     "fr": "._fr._cli:fr",
+    "compare": "._compare._cli:compare",
 }
 
 

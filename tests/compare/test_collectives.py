@@ -1,0 +1,131 @@
+"""``ncclx compare`` on CPU: gloo against gloo must agree; a test backend registered through
+torch's entry points (tests/compare/plugin, on the perturbed arm's PYTHONPATH only) wraps
+gloo and injects one fault, which must be named."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import once, run_ncclx, torch_python
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+
+PLUGIN = Path(__file__).parent / "plugin"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+# Small and cheap: two sizes, three timed iterations; one torch import per arm (the ranks fork).
+FAST = ("--sizes", "64,4K", "--warmup", "1", "--iters", "3")
+
+
+def perturbed(fault: str) -> str:
+    return f"perturbed,PYTHONPATH={PLUGIN},NCCLX_PERTURB={fault}"
+
+
+def compare(*args: str, timeout: float = 240) -> Any:
+    return run_ncclx("compare", *args, env={"PYTHONPATH": SRC}, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """gloo against gloo, every collective and dtype, the text report and the page."""
+
+    def make(folder: Path) -> dict[str, Any]:
+        page = folder / "compare.html"
+        # Timing is not what this run proves: the machine is shared, so any threshold could trip.
+        proc = compare("--arm", "gloo", "--arm", "gloo", *FAST, "--threshold", "10000", "--html", str(page))
+        return {"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr, "page": str(page)}
+
+    return once(tmp_path_factory, "compare-parity", make)[1]  # type: ignore[no-any-return]
+
+
+def test_gloo_against_gloo_agrees(parity: dict[str, Any]) -> None:
+    assert parity["rc"] == 0, parity["out"] + parity["err"]
+    out = parity["out"]
+    assert out.startswith("ncclx compare: 2 ranks on cpu, torch ")
+    assert '  arm A (baseline): "gloo": built gloo' in out and '  arm B: "gloo": built gloo' in out
+    for coll in ("all_reduce_sum", "all_reduce_max", "all_gather", "reduce_scatter", "all_to_all",
+                 "broadcast", "sendrecv"):
+        assert f"\n{coll}\n" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("  64B ", "  4K "))]
+    assert len(rows) == 7 * 3 * 2, out  # collectives x dtypes x sizes, none skipped
+    assert all(row[-1] == "ok" for row in rows), out
+    assert "mismatch:" not in out and "hang:" not in out
+    assert out.rstrip().endswith("result: the arms agree: 42 cases correct in both, no regression beyond 10000%")
+
+
+def _json(*args: str, timeout: float = 240) -> tuple[int, dict[str, Any]]:
+    proc = compare(*args, "--format", "json", timeout=timeout)
+    assert proc.stdout.startswith("{"), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_wrong_result_on_one_rank_at_one_size_is_named() -> None:
+    rc, report = _json("--arm", "gloo", "--arm", perturbed("wrong:all_gather:4096:1"), *FAST,
+                       "--collectives", "all_reduce_sum,all_gather", "--threshold", "10000")
+    assert rc == 1
+    assert [(m["collective"], m["bytes"], m["dtype"], m["arm"], m["rank"]) for m in report["mismatches"]] == [
+        ("all_gather", 4096, "fp32", "B", 1), ("all_gather", 4096, "bf16", "B", 1),
+        ("all_gather", 4096, "int32", "B", 1)]
+    assert report["verdict"].startswith("the arms disagree (3 mismatches, 0 regressions): mismatch: "
+                                        "all_gather 4K fp32: arm B, rank 1: wrong result: element 0 of ")
+    assert report["arms"][1]["built"] == "perturbed"
+
+
+def test_added_latency_on_one_collective_is_a_regression_with_both_numbers() -> None:
+    rc, report = _json("--arm", "gloo", "--arm", perturbed("slow:broadcast:0.25"), "--sizes", "4K",
+                       "--warmup", "1", "--iters", "3", "--collectives", "broadcast", "--dtypes", "int32")
+    assert rc == 1
+    (reg,) = report["regressions"]
+    assert (reg["collective"], reg["bytes"], reg["dtype"]) == ("broadcast", 4096, "int32")
+    assert reg["candidate_us"] > 250_000 > reg["baseline_us"]
+    assert report["regression_text"] == [
+        f"broadcast 4K int32: B {reg['candidate_us']:,.1f} us against A {reg['baseline_us']:,.1f} us "
+        f"({reg['delta']:+.1%}; threshold 5%)"]
+    assert not report["mismatches"]
+
+
+def test_a_rank_that_hangs_is_killed_and_named_with_its_collective() -> None:
+    rc, report = _json("--arm", "gloo", "--arm", perturbed("hang:all_gather:4096:1"), *FAST,
+                       "--collectives", "all_gather", "--dtypes", "int32", "--timeout", "60", timeout=120)
+    assert rc == 1
+    assert report["arms"][1]["hung"] == {"1": "all_gather int32 4K"}
+    assert report["problems"][0] == "arm B: rank 1 hung in all_gather int32 4K (killed at the --timeout deadline)"
+    assert report["arms"][0]["hung"] == {}
+    fr = report["arms"][1]["flight_recorder"]
+    assert fr is not None and fr["folder"].endswith(os.path.join("B", "fr"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--arm", "gloo"), "--arm is given twice (baseline, then the other arm); got it 1 time"),
+    (("--arm", "gloo", "--arm", "gloo,=1"), "--arm 'gloo,=1': '' is not an environment variable name"),
+    (("--arm", "gloo", "--arm", "gloo,,X=1"), "--arm 'gloo,,X=1': empty item"),
+    (("--arm", "gloo", "--arm", "gloo,nccl"), "'nccl' is neither the backend (it comes first) nor NAME=VALUE"),
+    (("--steps", "3"), "--steps goes with --train"),
+    (("--train",), "--train needs the training command after --"),
+])
+def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    proc = compare(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--sizes", "3Q"), "'3Q' is not a size like 8, 1K, 64K, 1M or 1G"),
+    (("--threshold", "lots"), "'lots' is not a percentage like 5 or 5%"),
+    (("--collectives", "all_reduce"), "all_reduce: not a collective; choose from all_reduce_sum, "),
+])
+def test_bad_option_values_are_usage_errors(args: tuple[str, ...], message: str) -> None:
+    proc = compare("--arm", "gloo", "--arm", "gloo", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_torch_without_nccl2_has_nothing_to_compare() -> None:
+    python = torch_python("2.13")
+    proc = run_ncclx("compare", python=python, env={"PYTHONPATH": SRC})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("ncclx compare: error: torch 2.13.0")
+    assert "has no nccl2 backend" in proc.stderr and "name two arms with --arm A --arm B" in proc.stderr
