@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..conftest import once, run_ncclx, torch_python
+from ncclx_migrate._doctor._probe import free_port
+
+from ..conftest import ncclx_exe, once, run_ncclx, torch_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -95,8 +99,32 @@ def test_a_rank_that_hangs_is_killed_and_named_with_its_collective() -> None:
     assert report["arms"][1]["hung"] == {"1": "all_gather int32 4K"}
     assert report["problems"][0] == "arm B: rank 1 hung in all_gather int32 4K (killed at the --timeout deadline)"
     assert report["arms"][0]["hung"] == {}
+    # The flight recorder was on (torch's default): every rank dumped, and fr analyze read the dumps.
     fr = report["arms"][1]["flight_recorder"]
-    assert fr is not None and fr["folder"].endswith(os.path.join("B", "fr"))
+    assert fr["folder"] == os.path.join(report["kept"], "B", "fr")
+    assert "2 dump(s) from ranks 0 and 1" in fr["text"] and "never completed" in fr["text"]
+    assert sorted(os.listdir(fr["folder"])) == ["rank_0", "rank_1"]  # kept as evidence
+    shutil.rmtree(report["kept"])
+
+
+def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
+    """As srun starts it: every task runs the command with RANK/WORLD_SIZE/MASTER_*; rank 0
+    hosts the store and writes the report, the others print nothing."""
+    port = str(free_port())
+    procs = [subprocess.Popen(
+        [ncclx_exe(), "compare", "--cluster", "--arm", "gloo", "--arm", "gloo", "--sizes", "4K", "--warmup", "1",
+         "--iters", "2", "--collectives", "all_reduce_sum,sendrecv", "--dtypes", "int32", "--threshold", "10000", "--format", "json"],
+        env={**os.environ, "PYTHONPATH": SRC, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
+             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for r in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert outs[1][0] == ""
+    report = json.loads(outs[0][0])
+    assert report["world"] == 2
+    assert report["verdict"] == "the arms agree: 2 cases correct in both, no regression beyond 10000%"
+    assert [(row["collective"], [a["check"] for a in row["arms"]]) for row in report["rows"]] == [
+        ("all_reduce_sum", ["ok", "ok"]), ("sendrecv", ["ok", "ok"])]
 
 
 @pytest.mark.parametrize(("args", "message"), [

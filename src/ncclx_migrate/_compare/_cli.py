@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -29,6 +32,9 @@ from ._spec import (
     parse_arm,
     parse_sizes,
 )
+
+if TYPE_CHECKING:
+    from ._run import Settings
 
 __all__ = ["compare"]
 
@@ -93,12 +99,15 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
                    "'loss[=:] *([-0-9.eE+]+)').")
 @click.option("--rtol", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="--train: relative tolerance (0: the values must be equal).")
+@click.option("--cluster", is_flag=True,
+              help="Run on every task of a torchrun or srun job (one rank each, WORLD_SIZE ranks); "
+                   "rank 0 writes the report.")
 @format_option("ncclx.compare/1")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | None, dtypes: str | None,
             collectives: str | None, warmup: int, iters: int, threshold: float, timeout: float,
             html: Path | None, train: bool, steps: int | None, metrics: tuple[str, ...], rtol: float,
-            command: tuple[str, ...], as_json: bool) -> None:
+            cluster: bool, command: tuple[str, ...], as_json: bool) -> None:
     """Compare two backend arms on this node: collectives for correctness and speed, or
     (--train) the user's own training run step by step.
 
@@ -139,12 +148,21 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
     if where == "cpu" and not arms:
         _fail('no GPU is visible here, and the default arms ("nccl" and its rollback) need one: run on a GPU '
               "node, or check the harness with --arm gloo --arm gloo")
-    world = nproc or (gpus if where == "cuda" else 2)
+    job = None
+    if cluster:
+        from .._doctor._cluster import where as job_where
+
+        rank, job_world, addr, port = job_where("ncclx compare --cluster")
+        if nproc is not None:
+            _fail("--nproc goes without --cluster (under torchrun or srun every task is one rank)")
+        local = os.environ.get("LOCAL_RANK") or os.environ.get("SLURM_LOCALID") or "0"
+        job = (rank, int(local) if local.isdigit() else 0, addr, port)
+    world = job_world if cluster else nproc or (gpus if where == "cuda" else 2)
     from ._run import Settings
 
     settings = Settings(world, where, chosen_sizes or default_sizes(GPU_MAX_BYTES if where == "cuda" else CPU_MAX_BYTES),
                         types, colls, warmup, iters, timeout)
-    _run_collectives(chosen, settings, threshold, html, as_json)
+    _run_collectives(chosen, settings, threshold, html, as_json, job)
 
 
 def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
@@ -165,29 +183,40 @@ def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
         raise  # unreachable: _fail exits
 
 
-def _run_collectives(arms: list[Arm], settings: object, threshold: float, html: Path | None,
-                     as_json: bool) -> None:
+def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html: Path | None,
+                     as_json: bool, job: tuple[int, int, str, int] | None) -> None:
     from .._torchfacts import installed_torch_version
-    from ._run import Settings, run_arm
+    from ._run import run_arm
     from ._verdict import judge
 
-    assert isinstance(settings, Settings)
-    progress = _progress(as_json)
+    progress = _progress()
     end = time.monotonic() + settings.timeout
+    workdir = Path(tempfile.mkdtemp(prefix="ncclx-compare-"))
     runs = []
-    with tempfile.TemporaryDirectory(prefix="ncclx-compare-") as tmp:
-        for n, arm in enumerate(arms):
-            # The first arm may use at most half of what is left; the last, all of it.
-            left = end - time.monotonic()
-            deadline = time.monotonic() + (left / 2 if n < len(arms) - 1 else left)
-            runs.append(run_arm(arm, settings, deadline, Path(tmp), dict(os.environ), progress))
-        progress("")
-        report = judge(runs, settings, threshold, installed_torch_version())
-        keep = os.environ.get("NCCLX_COMPARE_KEEP")
-        if keep:  # the ranks' raw records, for a bug report
-            import shutil
+    try:
+        if job is not None:
+            from ._cluster import run_job_arms
 
-            shutil.copytree(tmp, keep, dirs_exist_ok=True)
+            rank, local, addr, port = job
+            got = run_job_arms(arms, settings, end, workdir, dict(os.environ), progress, rank, local, addr, port)
+            if got is None:  # rank 0 speaks for the job
+                sys.exit(0)
+            runs = got
+        else:
+            for n, arm in enumerate(arms):
+                # The first arm may use at most half of what is left; the last, all of it.
+                left = end - time.monotonic()
+                deadline = time.monotonic() + (left / 2 if n < len(arms) - 1 else left)
+                runs.append(run_arm(arm, settings, deadline, workdir, dict(os.environ), progress))
+    finally:
+        progress("")
+        # A hang's records and flight-recorder dumps are evidence: they stay (and the report says where).
+        if not any(r.hung for r in runs):
+            shutil.rmtree(workdir, ignore_errors=True)
+    report = judge(runs, settings, threshold, installed_torch_version())
+    if any(r.hung for r in runs):
+        report["kept"] = str(workdir)
+        report["notes"].append(f"the ranks' records and flight-recorder dumps are kept in {workdir}")
     if html is not None:
         from ._html import write_page
 
@@ -205,8 +234,8 @@ def _run_collectives(arms: list[Arm], settings: object, threshold: float, html: 
     sys.exit(report["exit"])
 
 
-def _progress(as_json: bool):  # type: ignore[no-untyped-def]
-    """A status line on a terminal's stderr (nothing otherwise)."""
+def _progress() -> Callable[[str], None]:
+    """A status line on a terminal's stderr (nothing otherwise); "" clears it."""
     if not sys.stderr.isatty():
         return lambda text: None
     last = [""]

@@ -24,8 +24,9 @@ from .._doctor._probe import free_port, wait_or_kill
 from .._envvars import FR_BUFFER_NAMES
 from ._spec import Arm
 
-__all__ = ["ArmRun", "RankOut", "Settings", "run_arm"]
+__all__ = ["NO_REPORT", "ArmRun", "Placement", "RankOut", "Settings", "parse_rank", "rank_files", "run_arm"]
 
+NO_REPORT = "no report reached rank 0 before the deadline"
 _STOP_WORDS = ("timed out", "timeout", "connection closed", "reset by peer", "broken pipe")
 
 
@@ -83,33 +84,51 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def _read(out: Path, world: int) -> dict[int, RankOut]:
-    ranks: dict[int, RankOut] = {}
-    for rank in range(world):
-        got = RankOut()
-        path = out / f"rank{rank}.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        for n, line in enumerate(lines):
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a line cut short when the rank was killed
-            if n == 0 and "rank" in rec:
-                got.head = rec
-            elif rec.get("done"):
-                got.done = True
-            else:
-                got.cases.append(rec)
+def parse_rank(text: str, stage: str) -> RankOut:
+    """One rank's ``rank<R>.jsonl`` (the head line, a line per case, ``done``) and stage."""
+    got = RankOut(stage=stage or "starting")
+    for n, line in enumerate(text.splitlines()):
         try:
-            got.stage = (out / f"rank{rank}.stage").read_text(encoding="utf-8") or got.stage
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut short when the rank was killed
+        if n == 0 and "rank" in rec:
+            got.head = rec
+        elif rec.get("done"):
+            got.done = True
+        else:
+            got.cases.append(rec)
+    return got
+
+
+def rank_files(out: Path, rank: int) -> tuple[str, str]:
+    """(the rank's records, its stage) as the worker left them ("" when absent)."""
+    texts = []
+    for name in (f"rank{rank}.jsonl", f"rank{rank}.stage"):
+        try:
+            texts.append((out / name).read_text(encoding="utf-8"))
         except OSError:
-            pass
-        ranks[rank] = got
-    return ranks
+            texts.append("")
+    return texts[0], texts[1]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which ranks this process starts and where they meet: all of them on this node (the
+    default: rank 0 hosts a store on a free 127.0.0.1 port), or one rank of a torchrun/srun
+    job (``--cluster``: the job's own store, under the job's key prefix)."""
+
+    ranks: list[int]
+    local_ranks: list[int]
+    addr: str = "127.0.0.1"
+    port: int | None = None
+    host_store: bool = True
+    prefix: str = "ncclx-compare"
 
 
 def run_arm(arm: Arm, s: Settings, deadline: float, workdir: Path, base_env: dict[str, str],
-            progress: Callable[[str], None] = lambda text: None) -> ArmRun:
+            progress: Callable[[str], None] = lambda text: None, where: Placement | None = None) -> ArmRun:
+    where = where or Placement(list(range(s.world)), list(range(s.world)))
     out = workdir / arm.label
     out.mkdir(parents=True, exist_ok=True)
     env = arm.environ(base_env)
@@ -123,28 +142,28 @@ def run_arm(arm: Arm, s: Settings, deadline: float, workdir: Path, base_env: dic
         env["TORCH_FR_DUMP_TEMP_FILE"] = str(out / "fr" / "rank_")
         fr_seconds = max(1.0, min(60.0, budget / 4))
     plan = {
-        "backend": arm.backend, "world": s.world, "ranks": list(range(s.world)), "addr": "127.0.0.1",
-        "port": free_port(), "host_store": True, "prefix": f"ncclx-compare/{arm.label}", "device": s.device,
+        "backend": arm.backend, "world": s.world, "ranks": where.ranks, "local_ranks": where.local_ranks,
+        "addr": where.addr, "port": where.port or free_port(), "host_store": where.host_store,
+        "prefix": f"{where.prefix}/{arm.label}", "device": s.device,
         "sizes": s.sizes, "dtypes": s.dtypes, "collectives": s.collectives, "warmup": s.warmup,
         "iters": s.iters, "pg_timeout": max(1.0, budget * 0.6), "out": str(out), "fr_seconds": fr_seconds,
         "stop_words": list(_STOP_WORDS),
     }
     (out / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     start = time.monotonic()
+    first = where.ranks[0]
     with open(out / "launcher.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "ncclx_migrate._compare._worker", str(out / "plan.json")],
                                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
         def poll() -> None:
-            try:
-                stage = (out / "rank0.stage").read_text(encoding="utf-8") or "starting"
-            except OSError:
-                stage = "starting"
+            stage = rank_files(out, first)[1] or "starting"
             progress(f"arm {arm.label} ({arm.backend}): {stage}...")
 
         killed = bool(wait_or_kill({0: proc}, deadline, poll))
     tail = (out / "launcher.log").read_bytes().decode(errors="replace").strip().splitlines()[-5:]
-    run = ArmRun(arm, _read(out, s.world), round(time.monotonic() - start, 2), killed, tail)
+    ranks = {r: parse_rank(*rank_files(out, r)) for r in where.ranks}
+    run = ArmRun(arm, ranks, round(time.monotonic() - start, 2), killed, tail)
     if run.hung and fr_seconds is not None:
         run.fr = _analyze_dumps(out / "fr")
     return run

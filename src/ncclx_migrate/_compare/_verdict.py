@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ._run import ArmRun, Settings
+from ._run import NO_REPORT, ArmRun, Settings
 from ._spec import COLLECTIVES, DTYPES, busbw_factor, human_size
 
 __all__ = ["SCHEMA", "judge"]
@@ -70,12 +70,13 @@ def judge(runs: Sequence[ArmRun], s: Settings, threshold: float, torch_version: 
                      for r in runs for rank, err in list(r.init_errors.items())[:1]]
     for r in runs:
         for rank, stage in r.hung.items():
-            problems.append(f"arm {r.arm.label}: rank {rank} hung in {stage}" + (
-                " (killed at the --timeout deadline)" if r.killed else " (it exited without a result)"))
-        if r.fr and r.hung:
-            first = str(r.fr.get("text", r.fr.get("note", ""))).strip().splitlines()[:1]
-            if first:
-                problems.append(f"arm {r.arm.label}: flight recorder ({r.fr['folder']}): {first[0]}")
+            if stage == NO_REPORT:
+                problems.append(f"arm {r.arm.label}: rank {rank}: {NO_REPORT}")
+            elif r.killed:
+                problems.append(f"arm {r.arm.label}: rank {rank} hung in {stage} (killed at the --timeout deadline)")
+            else:
+                problems.append(f"arm {r.arm.label}: rank {rank} stopped in {stage} without a result "
+                                f"(the rank's process died; its log: {' | '.join(r.log[-2:]) or 'empty'})")
     if base.impl and base.impl == cand.impl and base.arm.backend != cand.arm.backend:
         report["notes"].append(f"both arms built {base.impl}: nothing different was compared")
     by_arm = []

@@ -195,6 +195,7 @@ def _rank_main(plan: dict[str, Any], rank: int, local_rank: int) -> int:
         head: dict[str, Any] = {"rank": rank, "torch": torch.__version__, "pid": os.getpid()}
         try:
             _stage(stage, "connecting to the store")
+            # Locally rank 0 hosts the store; under --cluster the job's store is already up.
             store = dist.TCPStore(plan["addr"], plan["port"], world, rank == 0 and plan["host_store"],
                                   timeout=timeout, wait_for_workers=False)
             store = dist.PrefixStore(plan["prefix"], store)
