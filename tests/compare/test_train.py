@@ -5,11 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .test_collectives import HEAVY, compare, perturbed
 
-from .test_collectives import compare, perturbed
-
-pytestmark = [pytest.mark.slow, pytest.mark.torch]
+pytestmark = HEAVY
 
 TINY = str(Path(__file__).parent / "train_tiny.py")
 

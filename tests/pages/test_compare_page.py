@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ..compare.test_collectives import parity  # noqa: F401  (the shared gloo-against-gloo run)
+from ..compare.test_collectives import HEAVY, parity  # noqa: F401  (the shared gloo-against-gloo run)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.torch]
+pytestmark = [pytest.mark.browser, *HEAVY]
 
 
 def test_compare_page_plots_both_arms_per_collective(parity: dict[str, Any], open_page: Any,  # noqa: F811

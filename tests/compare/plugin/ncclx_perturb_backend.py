@@ -6,7 +6,8 @@ beside this file; tests/compare puts this folder on the arm's PYTHONPATH only, s
 
 * ``wrong:COLLECTIVE:BYTES:RANK``: that rank's result of that collective at that size is off by one;
 * ``slow:COLLECTIVE:SECONDS``: every call of that collective first sleeps SECONDS;
-* ``hang:COLLECTIVE:BYTES:RANK``: that rank never returns from that collective at that size.
+* ``hang:COLLECTIVE:BYTES:RANK``: that rank never returns from that collective at that size;
+* several of them joined by ``+``.
 
 COLLECTIVE is an ``ncclx compare`` id (all_reduce_sum, all_gather, broadcast, ...; not sendrecv:
 this backend has no point-to-point ops), BYTES the
@@ -23,9 +24,13 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import Backend
 
 
-def _fault() -> tuple[str, str, str, str]:
-    parts = os.environ.get("NCCLX_PERTURB", "none:none:0:0").split(":")
-    return ([*parts, "0", "0"])[:4]  # type: ignore[return-value]
+def _faults() -> dict[str, tuple[str, str, str]]:
+    """COLLECTIVE -> (kind, argument, rank)."""
+    out = {}
+    for fault in os.environ.get("NCCLX_PERTURB", "").split("+"):
+        kind, coll, arg, who = [*fault.split(":"), "0", "0", "0"][:4]
+        out[coll] = (kind, arg, who)
+    return out
 
 
 class Perturbed(Backend):
@@ -36,20 +41,21 @@ class Perturbed(Backend):
     def __init__(self, inner: Any, rank: int, size: int) -> None:
         super().__init__(rank, size)
         self.inner = inner
-        self.kind, self.coll, self.arg, self.who = _fault()
+        self.faults = _faults()
 
     def getBackendName(self) -> str:
         return "perturbed"
 
     def _around(self, coll: str, nbytes: int, out: Any, call: Any) -> Any:
-        if coll == self.coll:
-            if self.kind == "slow":
-                time.sleep(float(self.arg))
-            elif self.kind == "hang" and nbytes == int(self.arg) and self.rank() == int(self.who):
-                while True:
-                    time.sleep(1)
+        kind, arg, who = self.faults.get(coll, ("none", "0", "0"))
+        here = kind != "slow" and nbytes == int(arg) and self.rank() == int(who)
+        if kind == "slow":
+            time.sleep(float(arg))
+        elif kind == "hang" and here:
+            while True:
+                time.sleep(1)
         work = call()
-        if coll == self.coll and self.kind == "wrong" and nbytes == int(self.arg) and self.rank() == int(self.who):
+        if kind == "wrong" and here:
             work.wait()
             out.view(-1)[0] += 1
         return work
