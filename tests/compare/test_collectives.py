@@ -147,6 +147,7 @@ def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
     (("--arm", "gloo", "--arm", "gloo,nccl"), "'nccl' is neither the backend (it comes first) nor NAME=VALUE"),
     (("--steps", "3"), "--steps goes with --train"),
     (("--train",), "--train needs the training command after --"),
+    (("--train", "--sizes", "1K", "--", "true"), "--sizes goes without --train"),
 ])
 def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     proc = compare(*args)

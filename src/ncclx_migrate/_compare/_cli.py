@@ -108,8 +108,8 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
             collectives: str | None, warmup: int, iters: int, threshold: float, timeout: float,
             html: Path | None, train: bool, steps: int | None, metrics: tuple[str, ...], rtol: float,
             cluster: bool, command: tuple[str, ...], as_json: bool) -> None:
-    """Compare two backend arms on this node: collectives for correctness and speed, or
-    (--train) the user's own training run step by step.
+    """Compare two backend arms (nccl2 against the rollback by default): every collective
+    for correctness and speed, or (--train) your own training run step by step.
 
     \b
     ncclx compare                                  # the rollback against "nccl" (nccl2)
@@ -123,6 +123,10 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
 
         if not command:
             _fail("--train needs the training command after --, e.g. ncclx compare --train -- python train.py")
+        for opt, value in (("--sizes", sizes), ("--dtypes", dtypes), ("--collectives", collectives),
+                           ("--nproc", nproc), ("--html", html), ("--cluster", cluster or None)):
+            if value is not None:
+                _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
         sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json))
     if command:
         _fail(f"unexpected argument {command[0]!r} (a command after -- goes with --train)")
