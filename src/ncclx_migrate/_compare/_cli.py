@@ -123,16 +123,15 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
 
         if not command:
             _fail("--train needs the training command after --, e.g. ncclx compare --train -- python train.py")
-        for opt, value in (("--sizes", sizes), ("--dtypes", dtypes), ("--collectives", collectives),
-                           ("--nproc", nproc), ("--html", html), ("--cluster", cluster or None)):
-            if value is not None:
-                _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
+        given = {"--sizes": sizes, "--dtypes": dtypes, "--collectives": collectives, "--nproc": nproc,
+                 "--html": html, "--cluster": cluster or None}
+        for opt in (o for o, v in given.items() if v is not None):
+            _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
         sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json))
     if command:
         _fail(f"unexpected argument {command[0]!r} (a command after -- goes with --train)")
-    for opt, value in (("--steps", steps), ("--metric", metrics or None)):
-        if value is not None:
-            _fail(f"{opt} goes with --train")
+    for opt in (o for o, v in (("--steps", steps), ("--metric", metrics or None)) if v is not None):
+        _fail(f"{opt} goes with --train")
     try:
         chosen_sizes = parse_sizes(sizes) if sizes is not None else None
     except ValueError as exc:
