@@ -182,3 +182,15 @@ def test_default_arms_need_a_gpu_and_say_so() -> None:
     assert proc.stderr.strip() == (
         'ncclx compare: error: no GPU is visible here, and the default arms ("nccl" and its rollback) need one: '
         "run on a GPU node, or check the harness with --arm gloo --arm gloo")
+
+
+@_heavy
+def test_an_arm_whose_ranks_cannot_start_is_could_not_run() -> None:
+    """nccl2 without a GPU: torch's own error, per rank, and exit 2 (not a verdict)."""
+    proc = compare("--device", "cpu", "--arm", "gloo", "--arm", "nccl2", "--sizes", "1K", "--collectives",
+                   "all_reduce_sum", "--dtypes", "fp32", "--warmup", "0", "--iters", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert '  arm B: "nccl2": built nothing' in proc.stdout
+    assert "arm B: rank 1 could not start: RuntimeError: nccl2 requires at least one CUDA device" in proc.stdout
+    assert proc.stdout.rstrip().endswith(
+        'result: could not run: arm B ("nccl2"): rank 0: RuntimeError: nccl2 requires at least one CUDA device')
