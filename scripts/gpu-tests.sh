@@ -17,4 +17,11 @@ elif ! "$PY" -c 'import ncclx_migrate' 2>/dev/null; then
   export PATH="$bindir:$PATH"
 fi
 "$PY" -c 'import torch; assert torch.cuda.is_available(), "no CUDA device visible"; print("torch", torch.__version__, "devices", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
-exec "$PY" -m pytest -q -m gpu -p no:cacheprovider "$@"
+status=0
+"$PY" -m pytest -q -m gpu -p no:cacheprovider "$@" || status=$?
+# For docs/gpu-runs.md: `ncclx compare` with "nccl" against gloo on real CUDA tensors (the harness on a
+# GPU; tests/compare/test_gpu.py asserts it). On torch 2.15, also run plain `ncclx compare`: nccl2
+# against the rollback (docs/compare.md).
+"$PY" -m ncclx_migrate compare --device cuda --arm gloo --arm nccl --sizes 1K,1M,64M \
+  --collectives all_reduce_sum,all_reduce_max,broadcast,all_gather --timeout 600 || true
+exit $status

@@ -31,7 +31,7 @@ def test_import_does_not_import_torch() -> None:
 def test_cli_help_lists_every_command() -> None:
     res = run_ncclx("--help")
     assert res.returncode == 0
-    for cmd in ("doctor", "migrate", "rules", "explain", "fr"):
+    for cmd in ("doctor", "migrate", "rules", "explain", "fr", "compare"):
         assert cmd in res.stdout
 
 

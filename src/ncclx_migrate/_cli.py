@@ -18,6 +18,7 @@ _COMMANDS = {
     "explain": "._migrate._cli:explain",
     "fr": "._fr._cli:fr",
     "report": "._report._cli:report",
+    "compare": "._compare._cli:compare",
 }
 
 

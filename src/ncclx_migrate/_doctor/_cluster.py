@@ -35,7 +35,7 @@ from ._runner import run_checks
 if TYPE_CHECKING:
     from ._render import Progress
 
-__all__ = ["Gathered", "gather", "publish", "run_cluster"]
+__all__ = ["Gathered", "gather", "job_prefix", "job_store", "publish", "run_cluster", "where"]
 
 PREFIX = "ncclx-doctor"
 POLL_S = 0.05
@@ -53,32 +53,42 @@ def _int_env(names: tuple[str, ...]) -> int | None:
     return None
 
 
-def _where() -> tuple[int, int, str, int]:
+def where(what: str = "--level cluster") -> tuple[int, int, str, int]:
+    """(rank, world size, MASTER_ADDR, MASTER_PORT) of this torchrun/srun task; ``what`` names
+    the mode in the usage error when they are missing."""
     rank = _int_env(("RANK", "SLURM_PROCID"))
     world = _int_env(("WORLD_SIZE", "SLURM_NTASKS"))
     if rank is None or world is None:
         raise click.UsageError(
-            "--level cluster runs on every rank under torchrun or srun: RANK/WORLD_SIZE "
+            f"{what} runs on every rank under torchrun or srun: RANK/WORLD_SIZE "
             "(or SLURM_PROCID/SLURM_NTASKS) are not set"
         )
     addr = os.environ.get("MASTER_ADDR")
     port = _int_env(("MASTER_PORT",))
     if not addr or port is None:
-        raise click.UsageError("--level cluster needs MASTER_ADDR and MASTER_PORT (torchrun sets them; "
+        raise click.UsageError(f"{what} needs MASTER_ADDR and MASTER_PORT (torchrun sets them; "
                                "under srun export them in the batch script)")
     return rank, world, addr, port
 
 
-def _store(addr: str, port: int, rank: int, world: int, timeout: float) -> Any:
+
+def job_prefix(prefix: str = PREFIX) -> str:
+    """The key prefix of this job and attempt in the job's store."""
+    run = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or "job"
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return f"{prefix}/{run}/{attempt}"
+
+
+def job_store(addr: str, port: int, rank: int, world: int, timeout: float, prefix: str = PREFIX) -> Any:
+    """The job's own TCPStore under ``job_prefix(prefix)``: torchrun's agent already hosts one
+    at MASTER_ADDR:MASTER_PORT; under srun rank 0 hosts it (and must outlive the others' use)."""
     import torch.distributed as dist
 
-    # torchrun's agent already hosts a TCPStore there; under srun rank 0 hosts one.
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
     store = dist.TCPStore(addr, port, world, is_master=(rank == 0 and not agent),
                           timeout=timedelta(seconds=timeout), wait_for_workers=False)
-    run = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or "job"
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    return dist.PrefixStore(f"{PREFIX}/{run}/{attempt}", store)
+    return dist.PrefixStore(job_prefix(prefix), store)
+
 
 
 def publish(store: Any, rank: int, report: Report) -> None:
@@ -148,7 +158,7 @@ def run_cluster(
 ) -> tuple[Report | None, int]:
     """Run on every rank; rank 0 returns the merged report (and hands it to ``on_merged``).
     ``progress`` (rank 0, text output): status lines only; the merged report prints at the end."""
-    rank, world, addr, port = _where()
+    rank, world, addr, port = where()
     stop: list[int] = []
     previous = None
     if rank == 0:  # from now on a SIGTERM ends the wait, not the process
@@ -172,7 +182,7 @@ def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, 
     report.rank = rank
     started = time.monotonic()
     try:
-        store = _store(addr, port, rank, world, options.timeout)
+        store = job_store(addr, port, rank, world, options.timeout)
         publish(store, rank, report)
     except Exception as exc:  # the store is the job's rendezvous: say so plainly
         if rank != 0:

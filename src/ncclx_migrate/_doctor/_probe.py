@@ -8,6 +8,7 @@ inherited: stragglers are killed at the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,24 +17,47 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ._facts import NO_GPU_WHY, Facts
 from ._model import CheckResult, Status
 
-__all__ = ["run_probe"]
+__all__ = ["free_port", "run_probe", "wait_or_kill"]
 
+K = TypeVar("K")
 MAX_GPU_RANKS = 8
 SUITE = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "send_recv")
 RECORDED = ("all_reduce", "broadcast", "all_gather")  # collectives every recorder keeps
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 for a rendezvous store."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_or_kill(procs: Mapping[K, subprocess.Popen[bytes]], deadline: float,
+                 poll: Callable[[], None] = lambda: None) -> set[K]:
+    """Wait until every process ended or ``deadline`` (monotonic) passed, calling ``poll``
+    every 0.1 s; then kill the process group of each one still running (they were started
+    with ``start_new_session=True``, so their children go too).  Returns the keys killed.
+    Whatever happens meanwhile (Ctrl-C included), nothing is left running."""
+    killed: set[K] = set()
+    try:
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
+            poll()
+            time.sleep(0.1)
+    finally:
+        for key, proc in procs.items():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                killed.add(key)
+    return killed
 
 
 def _plan(f: Facts) -> tuple[str, int, str]:
@@ -49,7 +73,7 @@ def _plan(f: Facts) -> tuple[str, int, str]:
 
 def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[str, str],
             progress: Callable[[str], None] = lambda text: None) -> dict[int, Any]:
-    port = _free_port()
+    port = free_port()
     procs: dict[int, subprocess.Popen[bytes]] = {}
     logs: dict[int, Any] = {}
     for rank in range(world):
@@ -67,24 +91,22 @@ def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[s
             [sys.executable, "-m", "ncclx_migrate._doctor._probe_worker"],
             env=rank_env, stdout=logs[rank], stderr=subprocess.STDOUT, start_new_session=True,
         )
-    deadline = time.monotonic() + timeout + 5  # import time on top of the collective timeout
-    results: dict[int, Any] = {}
     stage_file = workdir / "stage"
+
+    def poll() -> None:
+        try:
+            stage = stage_file.read_text(encoding="utf-8") or "starting"
+        except OSError:
+            stage = "starting"
+        progress(f"probe: {world} rank{'s' if world > 1 else ''}, {stage}...")
+
     try:
-        while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
-            try:
-                stage = stage_file.read_text(encoding="utf-8") or "starting"
-            except OSError:
-                stage = "starting"
-            progress(f"probe: {world} rank{'s' if world > 1 else ''}, {stage}...")
-            time.sleep(0.1)
+        # import time on top of the collective timeout
+        killed = wait_or_kill(procs, time.monotonic() + timeout + 5, poll)
     finally:
-        for rank, proc in procs.items():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                results[rank] = {"error": f"did not finish within {timeout:g}s (killed)"}
-            logs[rank].close()
+        for log in logs.values():
+            log.close()
+    results: dict[int, Any] = {r: {"error": f"did not finish within {timeout:g}s (killed)"} for r in killed}
     for rank, proc in procs.items():
         if rank in results:
             continue

@@ -1,0 +1,196 @@
+"""``ncclx compare`` on CPU: gloo against gloo must agree; a test backend registered through
+torch's entry points (tests/compare/plugin, on the perturbed arm's PYTHONPATH only) wraps
+gloo and injects one fault, which must be named."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ncclx_migrate._doctor._probe import free_port
+from ncclx_migrate._torchfacts import installed_torch_version, release_of
+
+from ..conftest import ncclx_exe, once, run_ncclx, torch_python
+
+# Each run starts torch processes (one interpreter per arm).  They run on torch 2.15 only: the
+# `torch` tests run again on 2.13 and 2.14 (scripts/test.sh), and the test backend needs
+# torch's backend entry points (2.14+); what differs by release is the default arms, and the
+# 2.13 test below covers the release without nccl2.
+ON_215 = release_of(installed_torch_version() or "0.0") == "2.15"
+HEAVY = [pytest.mark.slow, pytest.mark.torch,
+         pytest.mark.skipif(not ON_215, reason="ncclx compare's gloo runs are tested on torch 2.15")]
+
+PLUGIN = Path(__file__).parent / "plugin"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+# Small and cheap: two sizes, three timed iterations; one torch import per arm (the ranks fork).
+FAST = ("--sizes", "64,4K", "--warmup", "1", "--iters", "3")
+
+
+def _heavy(fn: Any) -> Any:
+    for mark in HEAVY:
+        fn = mark(fn)
+    return fn
+
+
+def perturbed(fault: str) -> str:
+    return f"perturbed,PYTHONPATH={PLUGIN},NCCLX_PERTURB={fault}"
+
+
+def compare(*args: str, timeout: float = 240) -> Any:
+    return run_ncclx("compare", *args, env={"PYTHONPATH": SRC}, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """gloo against gloo, every collective and dtype, the text report and the page."""
+
+    def make(folder: Path) -> dict[str, Any]:
+        page = folder / "compare.html"
+        # Timing is not what this run proves: the machine is shared, so any threshold could trip.
+        proc = compare("--arm", "gloo", "--arm", "gloo", *FAST, "--threshold", "10000", "--html", str(page))
+        return {"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr, "page": str(page)}
+
+    return once(tmp_path_factory, "compare-parity", make)[1]  # type: ignore[no-any-return]
+
+
+@_heavy
+def test_gloo_against_gloo_agrees(parity: dict[str, Any]) -> None:
+    assert parity["rc"] == 0, parity["out"] + parity["err"]
+    out = parity["out"]
+    assert out.startswith("ncclx compare: 2 ranks on cpu, torch ")
+    assert '  arm A (baseline): "gloo": built gloo' in out and '  arm B: "gloo": built gloo' in out
+    for coll in ("all_reduce_sum", "all_reduce_max", "all_gather", "reduce_scatter", "all_to_all",
+                 "broadcast", "sendrecv"):
+        assert f"\n{coll}\n" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("  64B ", "  4K "))]
+    assert len(rows) == 7 * 3 * 2, out  # collectives x dtypes x sizes, none skipped
+    assert all(row[-1] == "ok" for row in rows), out
+    assert "mismatch:" not in out and "hang:" not in out
+    assert out.rstrip().endswith("result: the arms agree: 42 cases correct in both, no regression beyond 10000%")
+
+
+def _json(*args: str, timeout: float = 240) -> tuple[int, dict[str, Any]]:
+    proc = compare(*args, "--format", "json", timeout=timeout)
+    assert proc.stdout.startswith("{"), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@_heavy
+def test_a_wrong_result_and_added_latency_are_named() -> None:
+    """One run, two faults in arm B: rank 1's all_gather result at 4K is off by one, and every
+    broadcast first sleeps 250 ms."""
+    rc, report = _json("--arm", "gloo", "--arm", perturbed("wrong:all_gather:4096:1+slow:broadcast:0.25"),
+                       "--sizes", "64,4K", "--warmup", "1", "--iters", "3", "--collectives", "all_gather,broadcast",
+                       "--dtypes", "fp32,int32")
+    assert rc == 1
+    assert [(m["collective"], m["bytes"], m["dtype"], m["arm"], m["rank"]) for m in report["mismatches"]] == [
+        ("all_gather", 4096, "fp32", "B", 1), ("all_gather", 4096, "int32", "B", 1)]
+    assert report["verdict"].startswith("the arms disagree (2 mismatches, ")
+    assert report["mismatch_text"][0].startswith(
+        "all_gather 4K fp32: arm B, rank 1: wrong result: element 0 of 1024 is ")
+    assert report["arms"][1]["built"] == "perturbed"
+    slow = [g for g in report["regressions"] if g["collective"] == "broadcast"]
+    assert [(g["bytes"], g["dtype"]) for g in slow] == [(64, "fp32"), (4096, "fp32"), (64, "int32"), (4096, "int32")]
+    assert all(g["candidate_us"] > 250_000 > g["baseline_us"] for g in slow)
+    text = report["regression_text"][report["regressions"].index(slow[0])]
+    assert text == (f"broadcast 64B fp32: B {slow[0]['candidate_us']:,.1f} us against A "
+                    f"{slow[0]['baseline_us']:,.1f} us ({slow[0]['delta']:+.1%}; threshold 5%)")
+
+
+@_heavy
+def test_a_rank_that_hangs_is_killed_and_named_with_its_collective() -> None:
+    rc, report = _json("--arm", "gloo", "--arm", perturbed("hang:all_gather:4096:1"), *FAST,
+                       "--collectives", "all_gather", "--dtypes", "int32", "--timeout", "60", timeout=120)
+    assert rc == 1
+    assert report["arms"][1]["hung"] == {"1": "all_gather int32 4K"}
+    assert report["problems"][0] == "arm B: rank 1 hung in all_gather int32 4K (killed at the --timeout deadline)"
+    assert report["arms"][0]["hung"] == {}
+    # The flight recorder was on (torch's default): every rank dumped, and fr analyze read the dumps.
+    fr = report["arms"][1]["flight_recorder"]
+    assert fr["folder"] == os.path.join(report["kept"], "B", "fr")
+    assert "2 dump(s) from ranks 0 and 1" in fr["text"] and "never completed" in fr["text"]
+    assert sorted(os.listdir(fr["folder"])) == ["rank_0", "rank_1"]  # kept as evidence
+    shutil.rmtree(report["kept"])
+
+
+@_heavy
+def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
+    """As srun starts it: every task runs the command with RANK/WORLD_SIZE/MASTER_*; rank 0
+    hosts the store and writes the report, the others print nothing."""
+    port = str(free_port())
+    procs = [subprocess.Popen(
+        [ncclx_exe(), "compare", "--cluster", "--arm", "gloo", "--arm", "gloo", "--sizes", "4K", "--warmup", "1",
+         "--iters", "2", "--collectives", "all_reduce_sum,sendrecv", "--dtypes", "int32", "--threshold", "10000", "--format", "json"],
+        env={**os.environ, "PYTHONPATH": SRC, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
+             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for r in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert outs[1][0] == ""
+    report = json.loads(outs[0][0])
+    assert report["world"] == 2
+    assert report["verdict"] == "the arms agree: 2 cases correct in both, no regression beyond 10000%"
+    assert [(row["collective"], [a["check"] for a in row["arms"]]) for row in report["rows"]] == [
+        ("all_reduce_sum", ["ok", "ok"]), ("sendrecv", ["ok", "ok"])]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--arm", "gloo"), "--arm is given twice (baseline, then the other arm); got it 1 time"),
+    (("--arm", "gloo", "--arm", "gloo,=1"), "--arm 'gloo,=1': '' is not an environment variable name"),
+    (("--arm", "gloo", "--arm", "gloo,,X=1"), "--arm 'gloo,,X=1': empty item"),
+    (("--arm", "gloo", "--arm", "gloo,nccl"), "'nccl' is neither the backend (it comes first) nor NAME=VALUE"),
+    (("--steps", "3"), "--steps goes with --train"),
+    (("--train",), "--train needs the training command after --"),
+    (("--train", "--sizes", "1K", "--", "true"), "--sizes goes without --train"),
+])
+def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    proc = compare(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--sizes", "3Q"), "'3Q' is not a size like 8, 1K, 64K, 1M or 1G"),
+    (("--threshold", "lots"), "'lots' is not a percentage like 5 or 5%"),
+    (("--collectives", "all_reduce"), "all_reduce: not a collective; choose from all_reduce_sum, "),
+])
+def test_bad_option_values_are_usage_errors(args: tuple[str, ...], message: str) -> None:
+    proc = compare("--arm", "gloo", "--arm", "gloo", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.torch
+def test_torch_without_nccl2_has_nothing_to_compare() -> None:
+    python = torch_python("2.13")
+    proc = run_ncclx("compare", python=python, env={"PYTHONPATH": SRC})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("ncclx compare: error: torch 2.13.0")
+    assert "has no nccl2 backend" in proc.stderr and "name two arms with --arm A --arm B" in proc.stderr
+
+
+@_heavy
+def test_default_arms_need_a_gpu_and_say_so() -> None:
+    """torch 2.15 here: the default arms ("nccl" with and without the rollback) need a GPU."""
+    proc = compare()
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (
+        'ncclx compare: error: no GPU is visible here, and the default arms ("nccl" and its rollback) need one: '
+        "run on a GPU node, or check the harness with --arm gloo --arm gloo")
+
+
+@_heavy
+def test_an_arm_whose_ranks_cannot_start_is_could_not_run() -> None:
+    """nccl2 without a GPU: torch's own error, per rank, and exit 2 (not a verdict)."""
+    proc = compare("--device", "cpu", "--arm", "gloo", "--arm", "nccl2", "--sizes", "1K", "--collectives",
+                   "all_reduce_sum", "--dtypes", "fp32", "--warmup", "0", "--iters", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert '  arm B: "nccl2": built nothing' in proc.stdout
+    assert "arm B: rank 1 could not start: RuntimeError: nccl2 requires at least one CUDA device" in proc.stdout
+    assert proc.stdout.rstrip().endswith(
+        'result: could not run: arm B ("nccl2"): rank 0: RuntimeError: nccl2 requires at least one CUDA device')

@@ -1,0 +1,28 @@
+"""``ncclx compare`` on real CUDA tensors: "nccl" against gloo, to prove the harness on a GPU.
+
+Unrun so far (no GPU was lent when it was written): scripts/gpu-tests.sh runs it; the result
+goes in docs/gpu-runs.md.  The lent GPU machine's torch has no nccl2, so the arms are named:
+the nccl2-against-legacy run is the user's first step on a 2.15 cluster (docs/compare.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_collectives import compare
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow, pytest.mark.torch]
+
+
+def test_nccl_against_gloo_on_cuda_tensors() -> None:
+    proc = compare("--device", "cuda", "--arm", "gloo", "--arm", "nccl", "--sizes", "1K,1M", "--warmup", "2",
+                   "--iters", "5", "--collectives", "all_reduce_sum,all_reduce_max,broadcast,all_gather",
+                   "--threshold", "10000", "--format", "json", timeout=600)
+    report = json.loads(proc.stdout)
+    assert proc.returncode in (0, 1), report["verdict"]  # 1: an op gloo lacks on CUDA tensors
+    assert report["device"] == "cuda"
+    assert report["arms"][0]["built"] == "gloo" and report["arms"][1]["built"] in ("nccl", "nccl2")
+    sums = [row for row in report["rows"] if row["collective"] == "all_reduce_sum" and "skip" not in row]
+    assert sums and all(a["check"] == "ok" and a["median_us"] > 0 for row in sums for a in row["arms"])
+    assert not [m for m in report["mismatches"] if m["arm"] == "B"], report["mismatch_text"]
