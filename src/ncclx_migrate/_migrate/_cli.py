@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 import click
@@ -104,8 +105,6 @@ def migrate(
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
-            import os
-
             rel = os.path.relpath(source)  # as the user would name it, when under the working directory
             shown = source if rel.startswith("..") else rel
             click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {shown})", err=True)
@@ -125,6 +124,10 @@ def migrate(
     view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
         sys.exit(_stdin(stdin_filename, options, mode, fmt, view))
+    # A path that does not exist is a usage error (stderr, exit 2), not a file scanned with
+    # an error in the report: the report covers the paths that do exist.
+    missing = [p for p in paths if not os.path.lexists(p)]
+    paths = tuple(p for p in paths if p not in missing)
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
@@ -137,7 +140,8 @@ def migrate(
     for line in dict.fromkeys([*(n for o in report.outcomes for n in o.config), *_config.drain()]):
         click.echo(line, err=True)  # each worker reads a config file once: said once
     _warn(report.outcomes)
-    unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
+    unchecked = [f"{p}: no such file or directory" for p in missing]
+    unchecked += [] if ignore_unknown else _unchecked(paths, report.outcomes)
     if unchecked and not report.files_scanned and not any(r.error for r in results):
         pass  # nothing was checked at all: the error alone, not a report of 0 files
     elif diff:
@@ -166,8 +170,6 @@ def _warn(outcomes: list[Outcome]) -> None:
 
 def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     """A line per command-line path that holds nothing a scanner reads: never silently 0 files."""
-    import os
-
     scanned = [o.result.path for o in outcomes if o.scanned or o.result.error]
     out = []
     for p in paths:
