@@ -245,9 +245,24 @@ def rules(fmt: str) -> None:
             for r in RULES
         ], indent=2))
         return
-    width = max(len(r.fix_label) for r in RULES)
-    for r in RULES:
-        click.echo(f"{r.code}  {r.fix_label:<{width}}  torch {r.torch:<16}  {r.summary}")
+    import textwrap
+
+    def releases(torch: str) -> str:  # "2.13, 2.14, 2.15" -> "2.13-2.15"
+        listed = torch.split(", ")
+        return listed[0] if len(listed) == 1 else f"{listed[0]}-{listed[-1]}"
+
+    rows = [(r.code, r.fix_label, releases(r.torch), r.summary) for r in RULES]
+    head = ("code", "fix", "torch", "what it finds (`ncclx explain CODE`: why, fix, evidence)")
+    widths = [max(len(row[i]) for row in [*rows, head]) for i in range(3)]
+    indent = " " * (sum(widths) + 2 * 3)
+    for row in [head, *rows]:
+        lead = "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  "
+        click.echo(textwrap.fill(row[3], _RULES_WIDTH, initial_indent=lead, subsequent_indent=indent,
+                                 break_on_hyphens=False))
+
+
+# `ncclx rules` fits a 100-column terminal (summaries wrap under their column).
+_RULES_WIDTH = 100
 
 
 # Wider lines are hard to read, however wide the terminal.
