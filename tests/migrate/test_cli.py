@@ -442,3 +442,29 @@ def test_a_name_two_files_mention_gets_no_safe_add(tmp_path: Path) -> None:
         assert [(f["path"], f["fix"]) for f in alone] == [(name, "safe")]
     written = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
     assert written.returncode == 1 and "0 fixed" in written.stdout, written.stdout
+
+
+SHIM_CASE = """import torch.distributed as dist
+from torch.distributed import ProcessGroupNCCL
+
+
+def f(pg):
+    if dist.get_backend(pg) == "nccl":
+        pass
+    return isinstance(pg, ProcessGroupNCCL)
+"""
+
+
+def test_use_shim_changes_what_its_help_says_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(SHIM_CASE)
+    plain, shim = (run_ncclx("migrate", "-q", "--diff", "--unsafe-fixes", *flag, "t.py", cwd=tmp_path).stdout
+                   for flag in ((), ("--use-shim",)))
+    changed = {line for line in plain.splitlines() if line.startswith("+")} ^ {
+        line for line in shim.splitlines() if line.startswith("+")}
+    assert changed >= {"+    return is_nccl(pg)", "+from ncclx_migrate.backend import is_nccl"}
+    # the backend-name test gets the same fix either way
+    assert '+    if dist.get_backend(pg) in ("nccl", "nccl2", "nccl-legacy", "nccl-lazy"):' in plain.splitlines()
+    assert '+    if dist.get_backend(pg) in ("nccl", "nccl2", "nccl-legacy", "nccl-lazy"):' in shim.splitlines()
+    helptext = " ".join(run_ncclx("migrate", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert ("isinstance(x, ProcessGroupNCCL) -> is_nccl(x)" in helptext
+            and 'Every other fix (get_backend() == "nccl" too) is the same with or without it.' in helptext)

@@ -59,7 +59,12 @@ def _exit_code(results: list[FileResult], mode: Mode) -> int:
 @click.option("--select", multiple=True, metavar="CODES", help="Only these rule-code prefixes (comma-separated, repeatable).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule-code prefixes.")
 @click.option("--target-torch", metavar="X.Y", help="Oldest torch the code must still run on (default: detected, else 2.15).")
-@click.option("--use-shim", is_flag=True, help="Rewrite to ncclx_migrate.backend helpers instead of plain torch.")
+@click.option("--use-shim", is_flag=True,
+              help="Five fixes use ncclx_migrate.backend helpers instead of plain torch: isinstance(x, "
+                   "ProcessGroupNCCL) -> is_nccl(x), a backend's NCCL versions -> runtime_nccl_version() / "
+                   "build_nccl_version(), _set_default_timeout -> set_timeout(), _group_start/_group_end -> "
+                   "coalescing(), and C++ casts -> ncclx::is_nccl / comm_ptr. Every other fix (get_backend() == "
+                   "\"nccl\" too) is the same with or without it.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count; at most 2 per CPU and 1 per file).")
