@@ -76,6 +76,12 @@ def test_env_vars_name_each_deprecated_or_ignored_variable_with_its_replacement(
     legacy = doctor_json(*STATIC, "--backend", "nccl", "--check", "env-vars",
                          env={**env, "TORCH_DIST_USE_NCCL2": "0"})
     assert "TORCH_NCCL_ENABLE_MONITORING" not in {f["name"] for f in check(legacy, "env-vars")["details"]["findings"]}
+    # Judged for torch 2.16, which has no legacy backend: no advice to keep a name for it.
+    later = check(doctor_json(*STATIC, "--backend", "nccl", "--check", "env-vars", "--target-torch", "2.16",
+                              env=env), "env-vars")
+    assert "legacy can run" not in later["remedy"] and "once no job runs legacy" not in later["remedy"]
+    assert "rename TORCH_NCCL_TRACE_BUFFER_SIZE to TORCH_FR_BUFFER_SIZE (torch 2.16 has no legacy backend)" in later["remedy"]
+    assert "keep the old name while legacy can run" in result["remedy"]
 
 
 @pytest.mark.parametrize(

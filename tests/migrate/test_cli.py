@@ -468,3 +468,17 @@ def test_use_shim_changes_what_its_help_says_and_nothing_else(tmp_path: Path) ->
     helptext = " ".join(run_ncclx("migrate", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert ("isinstance(x, ProcessGroupNCCL) -> is_nccl(x)" in helptext
             and 'Every other fix (get_backend() == "nccl" too) is the same with or without it.' in helptext)
+
+
+def test_env_var_advice_follows_the_target_torch(tmp_path: Path) -> None:
+    (tmp_path / "e.py").write_text('import os\nos.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000"\n'
+                                   'os.environ["TORCH_NCCL_ENABLE_MONITORING"] = "0"\n')
+    details = {}
+    for target in ("2.15", "2.16"):
+        doc = json.loads(run_ncclx("migrate", "-q", "--format", "json", "--target-torch", target, "e.py",
+                                   cwd=tmp_path).stdout)
+        details[target] = {f["code"]: f["detail"] for f in doc["findings"]}
+    for code in ("NCX120", "NCX122"):
+        assert "has no legacy backend" not in details["2.15"][code]
+        assert "Torch 2.16, the oldest release this project supports, has no legacy backend" in details["2.16"][code]
+    assert not any("keep it while legacy can run" in d for t in details.values() for d in t.values())
