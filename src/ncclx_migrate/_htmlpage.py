@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ._words import count
+
 __all__ = ["count", "embed_json", "esc", "page", "ranges", "rank_text", "spans", "write_atomic"]
 
 
@@ -46,10 +48,6 @@ def ranges(numbers: Iterable[int], limit: int = 0) -> str:
     if limit and len(parts) > limit:
         parts = [*parts[:limit], "…"]
     return ", ".join(parts)
-
-
-def count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def rank_text(ranks: Iterable[int], limit: int = 8) -> str:

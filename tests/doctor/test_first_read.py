@@ -96,7 +96,9 @@ def test_merge_says_each_fact_once(tmp_path: Path) -> None:
     env = {**NO_GPU, "TORCH_FR_BUFFER_SIZE": "0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME": "1"}
     base = doctor_json("--level", "static", env=env)
     text = run_ncclx("doctor", "merge", *_fleet(base, tmp_path), env={"COLUMNS": "100"}).stdout
-    blocks = re.split(r"\n(?=  (?:ok|warn|FAIL|skip|ERROR) )", text.split("\n", 1)[1].rsplit("\n", 1)[0])
+    # the header (level, host, torch; then what the reports were judged as), then the checks
+    assert text.splitlines()[1].startswith("judged as a gloo job: this node has no GPU")
+    blocks = re.split(r"\n(?=  (?:ok|warn|FAIL|skip|ERROR) )", text.split("\n", 2)[2].rsplit("\n", 1)[0])
     cluster = next(b for b in blocks if "cluster-consistency" in b.split("\n")[0])
     assert cluster.count("        - rank 3") == 3
     assert cluster.count("fix:") == 1  # one fix for the three differences, not one per line

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._words import count
 from ._facts import NO_GPU_WHY, Facts
 from ._model import CheckResult, Status
 
@@ -43,7 +44,7 @@ def _plan(f: Facts) -> tuple[str, int, str]:
     if named:
         return named, (min(gpus, MAX_GPU_RANKS) or 1) if "gloo" not in named else 2, f"--backend {named}"
     if gpus > 0 and f.build is not None and f.build.nccl_available:
-        return "nccl", min(gpus, MAX_GPU_RANKS), f"{gpus} GPU(s) visible"
+        return "nccl", min(gpus, MAX_GPU_RANKS), f"{count(gpus, 'GPU')} visible"
     return "gloo", 2, NO_GPU_WHY if gpus == 0 else "this torch has no NCCL"
 
 
@@ -76,7 +77,7 @@ def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[s
                 stage = stage_file.read_text(encoding="utf-8") or "starting"
             except OSError:
                 stage = "starting"
-            progress(f"probe: {world} rank{'s' if world > 1 else ''}, {stage}...")
+            progress(f"probe: {count(world, 'rank')}, {stage}...")
             time.sleep(0.1)
     finally:
         for rank, proc in procs.items():
@@ -121,7 +122,7 @@ def run_probe(f: Facts) -> CheckResult:
         first = next(iter(broken.items()))
         return CheckResult(
             cid, Status.FAIL, f"{label}: rank {first[0]}: {first[1]}"
-            + (f" (and {len(broken) - 1} more rank(s))" if len(broken) > 1 else ""),
+            + (f" (and {count(len(broken) - 1, 'more rank')})" if len(broken) > 1 else ""),
             _failure_remedy(f, backend, timeout, list(broken.values())), details,
         )
     impl = str(r0.get("impl", backend))

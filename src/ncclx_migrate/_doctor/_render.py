@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ._merge import EVERYONE_RE
 from ._model import CheckResult, Report, Status
 
 __all__ = ["Progress", "render", "terminal_width"]
@@ -122,7 +123,7 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     else:
         title = _title(c.id)
         # A merged check that is the same everywhere says so once, on its heading.
-        everyone = re.search(r" \(all [\d,]+ (ranks|reports)\)$", c.message)
+        everyone = re.search(EVERYONE_RE, c.message)
         if everyone and not any(everyone.group(0) in finding for finding, _ in problems):
             title += everyone.group(0)
         out = _wrap(title, width, lead, col)

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
+from .._words import count
 from ._model import FileResult, Finding, FixKind
 from ._rules import RULES, rule_doc_uri
 
@@ -59,10 +60,6 @@ class TextView:
     show_source: bool = False  # ruff's code frame under each finding
     # The text a finding's position points into (the file on disk unless told otherwise).
     read: Callable[[str], str | None] = field(default=read_source, compare=False)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class _Style:
@@ -127,12 +124,12 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
     """What happened in the mode that ran, and what the next command would add (only for
     ``fine``, the findings of files that had no error: another run fails the same way)."""
     if not findings and not n_errors:
-        return f"No findings in {_plural(files_scanned, 'file')}."
+        return f"No findings in {count(files_scanned, 'file')}."
     left = [f for f in findings if not f.applied]
     fixed = len(findings) - len(left)
     safe = sum(1 for f in fine if not f.applied and f.fix is FixKind.SAFE)
     unsafe = sum(1 for f in fine if not f.applied and f.fix is FixKind.UNSAFE)
-    out = f"Found {_plural(len(findings), 'finding')} in {_plural(files_scanned, 'file')}"
+    out = f"Found {count(len(findings), 'finding')} in {count(files_scanned, 'file')}"
     hint = ""
     if view.write:
         out += f" ({fixed} fixed, {len(left)} left)."
@@ -143,7 +140,7 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         out += "."
     if not (view.write or view.diff):
         # ruff's hint, on a line of its own: unsafe fixes are "hidden" (no tag on their lines).
-        hidden = f"{unsafe} hidden fix{'' if unsafe == 1 else 'es'} can be enabled with --write --unsafe-fixes"
+        hidden = f"{count(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with --write --unsafe-fixes"
         if safe:
             hint = f"[*] {safe} fixable with --write" + (f" ({hidden})." if unsafe else ".")
         elif unsafe:
@@ -156,7 +153,7 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         if unsafe and not view.unsafe:
             out += f" {unsafe} more with --unsafe-fixes."
     if n_errors:
-        out += f" {_plural(n_errors, 'file')} could not be processed."
+        out += f" {count(n_errors, 'file')} could not be processed."
     return out + (f"\n{hint}" if hint else "")
 
 
