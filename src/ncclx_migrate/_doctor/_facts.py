@@ -222,6 +222,16 @@ class Facts:
             return None, "torch is not installed"
         return res.implementation, res.reason
 
+    @property
+    def no_gpu_here(self) -> bool:
+        """gloo only because this node has no GPU (a login node): the header says so once."""
+        return self.job_backend[1] == NO_GPU_WHY
+
+    def backend_label(self, impl: str) -> str:
+        """``impl`` with why the job gets it, unless the header already says (no GPU here)."""
+        why = self.job_backend[1]
+        return impl if not why or why == NO_GPU_WHY else f"{impl} ({why})"
+
     # -- libraries ----------------------------------------------------------------------
     @cached_property
     def libraries(self) -> list[ti.LibraryCandidate]:

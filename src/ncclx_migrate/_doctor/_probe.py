@@ -117,7 +117,7 @@ def run_probe(f: Facts) -> CheckResult:
     r0 = results.get(0, {})
     details: dict[str, Any] = {"backend": backend, "world_size": world, "why": why, "ranks": results}
     broken = {r: res["error"] for r, res in sorted(results.items()) if "error" in res}
-    label = f'init_process_group("{backend}") x{world} ({why})'
+    label = f'init_process_group("{backend}") x{world}' + ("" if why == NO_GPU_WHY else f" ({why})")
     if broken:
         first = next(iter(broken.items()))
         return CheckResult(

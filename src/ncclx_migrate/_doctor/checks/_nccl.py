@@ -184,7 +184,7 @@ def fast_reconfigure(f: Facts) -> CheckResult:
         stray = f"; {SHRINK_GROW_VAR} is set but only nccl2 reads it"
     if impl == ti.IMPL_GLOO:
         status = Status.WARN if stray else Status.OK
-        return CheckResult(cid, status, f"gloo ({why}): reconfigure works (full rendezvous; no shrink/grow)"
+        return CheckResult(cid, status, f"{f.backend_label('gloo')}: reconfigure works (full rendezvous; no shrink/grow)"
                            + stray, f"unset {SHRINK_GROW_VAR}" if stray else "", details)
     if impl in (ti.IMPL_LEGACY, ti.IMPL_LAZY):
         name = "the legacy ProcessGroupNCCL" if impl == ti.IMPL_LEGACY else "nccl-lazy"
