@@ -106,12 +106,22 @@ def find_installed_torch(path: list[str] | None = None) -> InstalledTorch | None
     return None
 
 
+def _builds(torch: InstalledTorch, value: str | None) -> str:
+    """What "nccl" builds on this torch with the toggle at ``value``."""
+    from ._torchfacts import nccl_builds
+
+    return "nccl2" if nccl_builds(torch.phase, value) == "nccl2" else "legacy"
+
+
 def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
     """The NCX101 message for ``TORCH_DIST_USE_NCCL2=value`` on ``torch``, or None if harmless."""
     from ._envvars import toggle_meaning
 
     meaning = toggle_meaning(value)
     if meaning == "no-effect":
+        if torch is not None:  # what "nccl" builds on this release, whatever the value says
+            here = f"{torch.version[0]}.{torch.version[1]}"
+            return f'{_TOGGLE}={clipped(value, 10)} does nothing: "nccl" builds {_builds(torch, value)} on {here}; unset it'
         return f'{_TOGGLE}={clipped(value)} does nothing: only "0" and "1" count; unset it'
     if meaning == "opt-in":
         if torch is not None and not torch.has_nccl2:

@@ -36,8 +36,7 @@ def test_falsey_spelling_is_reported_as_doing_nothing(user_script) -> None:  # t
     res = user_script(IMPORTER).run({"TORCH_DIST_USE_NCCL2": "false"})
     (w,) = _legacy(res.stderr)
     assert w.code == "NCX101"
-    assert "TORCH_DIST_USE_NCCL2='false' does nothing" in w.text
-    assert 'only "0" and "1" count' in w.text
+    assert "TORCH_DIST_USE_NCCL2='false' does nothing: \"nccl\" builds " in w.text and "; unset it" in w.text
 
 
 def test_opt_in_is_not_a_finding_where_nccl2_exists(user_script) -> None:  # type: ignore[no-untyped-def]
@@ -223,7 +222,8 @@ WORLDS = {
         ("2.14", "0", "TORCH_DIST_USE_NCCL2=0 does nothing on torch 2.14, rolls 2.15 back to legacy"),
         ("2.15", "0", 'TORCH_DIST_USE_NCCL2=0 rolls "nccl" back to legacy (a 2.15-only rollback)'),
         ("2.16", "0", "TORCH_DIST_USE_NCCL2=0 does nothing on torch 2.16 (its rollback is gone)"),
-        ("2.14", "true", """TORCH_DIST_USE_NCCL2='true' does nothing: only "0" and "1" count"""),
+        ("2.14", "true", """TORCH_DIST_USE_NCCL2='true' does nothing: "nccl" builds legacy on 2.14; unset it"""),
+        ("2.15", "false", """TORCH_DIST_USE_NCCL2='false' does nothing: "nccl" builds nccl2 on 2.15; unset it"""),
         ("2.13", "1", "TORCH_DIST_USE_NCCL2=1 does nothing on torch 2.13 (no nccl2)"),
         ("2.15", "1", None),
         ("2.16", "1", None),

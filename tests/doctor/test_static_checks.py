@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from tests.conftest import other_python
 
-from .conftest import check, doctor_json
+from .conftest import check, doctor, doctor_json
 
 STATIC = ("--level", "static")
 
@@ -242,12 +243,30 @@ def test_rccl_is_skipped_on_cuda_and_cpu_builds() -> None:
 # --- other Pythons ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("level", ["static", "local"])
-def test_without_torch_the_report_says_so_and_nothing_crashes(level: str) -> None:
+@pytest.mark.parametrize("args", [("--level", "local"), ("--level", "static", "--backend", "nccl")])
+def test_without_torch_a_job_check_fails_and_nothing_crashes(args: tuple[str, ...]) -> None:
     py = other_python("NCCLX_TEST_PY_NOTORCH")
-    report = doctor_json("--level", level, python=py, expect_rc=1)
+    report = doctor_json(*args, python=py, expect_rc=1)
     tv = check(report, "torch-version")
     assert tv["status"] == "fail"
     assert tv["message"] == "torch is not installed in this Python"
     assert report["torch"] is None
     assert report["summary"]["error"] == 0
+
+
+def test_a_static_run_without_torch_checks_the_node_before_torch() -> None:
+    """A login node or an image before torch is installed: the missing torch is said once, in
+    the header; what needs torch skips; the verdict is OK (exit 0) when nothing else is wrong."""
+    py = other_python("NCCLX_TEST_PY_NOTORCH")
+    proc = doctor("--level", "static", python=py, env={"COLUMNS": "100", "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert text.startswith("ncclx doctor: level static, host ")
+    assert ("torch not installed no torch in this Python: a check of this node or image before torch is "
+            "installed, so the checks that need torch skip; --backend nccl judges the job") in text
+    assert re.search(r"skip torch-version not in this Python \(\S+python\S*\)", text)
+    assert text.count("not installed") == 1 and text.count("not in this Python") == 1
+    for cid in ("nccl-resolution", "fast-reconfigure"):
+        assert f"skip {cid} needs torch " in text
+    assert "FAIL" not in proc.stdout and "judged as" not in text
+    assert proc.stdout.splitlines()[-1].startswith("OK: ")

@@ -97,13 +97,18 @@ def header_text(report: Report) -> str:
 
 
 def header_lines(report: Report, width: int) -> list[str]:
-    return [header_text(report)] + (_wrap(backend_text(report), width, "", "  ") if report.backend else [])
+    from ._facts import BEFORE_TORCH_WHY
+
+    judged = report.backend or report.backend_why == BEFORE_TORCH_WHY
+    return [header_text(report)] + (_wrap(backend_text(report), width, "", "  ") if judged else [])
 
 
 def backend_text(report: Report) -> str:
     """Which backend the checks judged and why; on a node without a GPU, how to judge the GPU job."""
     from ._facts import NO_GPU_WHY
 
+    if report.backend is None:
+        return report.backend_why
     if report.backend_why == NO_GPU_WHY:
         return (f"judged as a {report.backend} job: this node has no GPU (see gpu-binding); "
                 "judge the GPU job with --backend nccl")

@@ -106,6 +106,9 @@ def _no_gpu(f: Facts, impl: str | None, vis: str, details: dict[str, object]) ->
     status = Status.FAIL if f.options.require_gpu else Status.WARN
     where = ("run on a GPU node (check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES)"
              if f.options.require_gpu or vis else "")
+    if f.before_torch and not f.options.require_gpu:  # a node or image checked before torch
+        return CheckResult(cid, Status.OK, f"no GPU visible{vis}: no job to bind here yet (no torch); "
+                           "--require-gpu makes a missing GPU fail", "", details)
     if impl == ti.IMPL_GLOO and named:
         if not f.options.require_gpu:
             return CheckResult(cid, Status.OK, f"no GPU visible{vis}; gloo needs none", "", details)

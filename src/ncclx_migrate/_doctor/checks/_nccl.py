@@ -13,7 +13,7 @@ from ..._torchfacts import (
     NCCL_SHRINK_GROW_MIN,
     RCCL_RECONFIGURE_MIN,
 )
-from .._facts import Facts
+from .._facts import NEEDS_TORCH, Facts
 from .._model import CheckResult, Status
 
 V = ti.format_version
@@ -173,7 +173,8 @@ def fast_reconfigure(f: Facts) -> CheckResult:
     shrink = f.environ.get(SHRINK_GROW_VAR)
     details: dict[str, object] = {"shrink_grow": shrink}
     if f.torch_version is None:
-        return CheckResult(cid, Status.SKIP, "torch is not installed", "", details)
+        return CheckResult(cid, Status.SKIP, NEEDS_TORCH if f.before_torch else "torch is not installed", "",
+                           details)
     minor = f.torch_minor
     if minor is not None and minor < (2, 14):
         return CheckResult(cid, Status.SKIP, f"torch {f.torch_version} has no reconfigure API (2.14+)", "", details)
