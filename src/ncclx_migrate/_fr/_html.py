@@ -311,9 +311,9 @@ legend(document.getElementById("legend"),DATA.legend);
 function entryRows(ids){
   if(!ids.length)return '<p class="hint">No entries for this rank in this group.</p>';
   const h=['<table><thead><tr><th>seq (newest first)</th><th>op</th><th>state</th><th>input sizes</th><th>input dtypes</th><th>output sizes</th><th>output dtypes</th><th>stack (your code first, innermost first)</th></tr></thead><tbody>'];
-  // A frame breaks at spaces and after a "/", never inside "file.py:123".
+  // A frame breaks at spaces and after a "/" inside a path, never inside "file.py:123".
   const frame=s=>{const m=/^(.*?)([^\/\s]*:\d+)$/.exec(s);const head=m?m[1]:s;
-    return esc(head).replace(/\//g,"/<wbr>")+(m?`<span class="loc">${esc(m[2])}</span>`:"")};
+    return esc(head).replace(/(\S)\//g,"$1/<wbr>")+(m?`<span class="loc">${esc(m[2])}</span>`:"")};
   const stack=e=>{const mine=e[7].map(i=>frame(S[i])).join("<br>"),n=e[8].length;
     if(!mine&&!n)return '<span class="hint">no stack traces in the dump</span>';
     return mine+(n?`<details class="torch"><summary>${n} torch frame${n>1?"s":""}</summary>${e[8].map(i=>frame(S[i])).join("<br>")}</details>`:"")};
@@ -382,8 +382,8 @@ def render_page(report: dict[str, Any]) -> str:
         culprit = g.get("culprit_ranks") or []
         tag = f' <span class="tag culprit">culprit {esc(rank_text(culprit))}</span>' if culprit else ""
         glines = _group_lines(g) or ["every collective that any rank enqueued completed on all ranks with dumps"]
-        if len(groups) == 1 and glines == lines:
-            glines = []  # the verdict above says it already: not twice
+        if len(groups) == 1 and all(x in lines for x in glines):
+            glines = []  # the verdict above says it all already: not twice
         hidden = (f"<p class=\"hint\">{d['hidden']:,} more rows not drawn (no culprit or mismatch in them); "
                   "find their ranks by number.</p>") if d["hidden"] else ""
         grid = (f'<div class="grid" id="grid-{gi}"></div>' if d["cols"]
