@@ -199,5 +199,4 @@ def test_the_verdict_once_and_stacks_that_break_between_frames_not_inside_a_line
         assert loc.evaluate("e => e.getClientRects().length") == 1, loc.inner_text()  # one line box
         assert loc.evaluate("e => /^[^\\/\\s]*:\\d+$/.test(e.textContent)"), loc.inner_text()
     assert "_step_0 at /job/train.py:40\n" in page.locator("#detail-0 td.stack").first.inner_text()
-    opened.screenshot(tmp_path, "fr-narrow.png")
     opened.offline_and_clean()
