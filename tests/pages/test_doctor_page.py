@@ -79,6 +79,7 @@ def test_fleet_page_in_the_browser(tmp_path: Path, open_page: Any) -> None:
     detail = page.locator("#detail-0").inner_text()
     assert "ranks 40-47 on node-005" in detail and "odd one out" in detail
     assert "load NCCL >= 2.29" in detail and "majority:" in detail
+    opened.screenshot(tmp_path, "doctor-page.png")
     # Values as the text output shows them: no JSON (null, quoted strings), verbs, counts.
     rows.first.click()
     agreement = page.locator("#detail-0 tr", has_text="cluster-consistency").inner_text()
