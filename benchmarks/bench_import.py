@@ -16,6 +16,12 @@ microseconds of the top-level module; wall time for interpreter startup):
 
 Target (issue 4): ``import ncclx_migrate`` under 20 ms and no torch import.  Exits 1 when
 a median misses it.  ``.backend`` is reported for information: torch follows it anyway.
+
+The commands that print documentation (issue 28): ``ncclx --help``, ``ncclx rules``,
+``ncclx explain NCX101`` (in a pipe: the markdown) and ``ncclx explain --format text NCX101``
+(the terminal layout), each under 150 ms: the median CPU time (user + sys) of the whole
+process, start-up included, which reads the same on an idle and a loaded machine (wall time
+on an idle machine is about the same).  ``--commands-only`` measures just these.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import sys
 import time
 
 TARGET_MS = 20.0
+COMMAND_TARGET_MS = 150.0
+COMMANDS = (("--help",), ("rules",), ("explain", "NCX101"), ("explain", "--format", "text", "NCX101"))
 FINDINGS = {
     "TORCH_DIST_USE_NCCL2": "0",
     "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
@@ -84,11 +92,49 @@ def wall_ms(code: str) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+def cpu_ms(argv: list[str]) -> float:
+    """User + sys CPU of one process, start-up included."""
+    import resource
+
+    def used() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    start = used()
+    subprocess.run(argv, env=_env(), check=True, capture_output=True)
+    return (used() - start) * 1000.0
+
+
+def commands(runs: int) -> bool:
+    """The documentation commands against COMMAND_TARGET_MS; True when all are under it."""
+    ncclx = os.path.join(os.path.dirname(sys.executable), "ncclx")
+    samples: dict[str, list[float]] = {" ".join(c): [] for c in COMMANDS}
+    bare: list[float] = []
+    for _ in range(runs):
+        bare.append(cpu_ms([sys.executable, "-c", "pass"]))
+        for c in COMMANDS:
+            samples[" ".join(c)].append(cpu_ms([ncclx, *c]))
+    print(f"\ndocumentation commands, CPU (user + sys) of the whole process, median of {runs}:")
+    print(f"| command | median | vs target {COMMAND_TARGET_MS:.0f} ms | ratio to bare `python -c pass` |")
+    print("|---|---|---|---|")
+    ok = True
+    base = statistics.median(bare)
+    for name, values in samples.items():
+        med = statistics.median(values)
+        ok = ok and med < COMMAND_TARGET_MS
+        print(f"| `ncclx {name}` | {med:.0f} ms | {'ok' if med < COMMAND_TARGET_MS else 'MISSED'} | {med / base:.1f}x |")
+    print(f"| bare `python -c pass` | {base:.0f} ms | | 1.0x |")
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--no-torch", action="store_true", help="skip the `import torch` baseline")
+    ap.add_argument("--commands-only", action="store_true", help="only the documentation commands")
     args = ap.parse_args()
+    if args.commands_only:
+        return 0 if commands(args.runs) else 1
 
     keys = ("clean", "findings", "hang", "backend", "bare", "wall", "torch", "t_clean", "t_findings")
     samples: dict[str, list[float]] = {k: [] for k in keys}
@@ -141,8 +187,8 @@ def main() -> int:
     missed = [k for k in ("clean", "findings", "hang") if med[k] >= TARGET_MS]
     if missed:
         print(f"MISSED the {TARGET_MS:.0f} ms target: {', '.join(missed)}")
-        return 1
-    return 0
+    fast = commands(args.runs)
+    return 1 if missed or not fast else 0
 
 
 if __name__ == "__main__":

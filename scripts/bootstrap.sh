@@ -1,36 +1,50 @@
 #!/usr/bin/env bash
-# Set up everything the project needs on a fresh machine (idempotent):
-#   .venv          torch 2.15.0 (CUDA build from PyPI; runs on CPU) + ncclx-migrate + test tools
-#   .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
-#   .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
-#   .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
-#   .whl/nvidia_cuda_crt-13.2*.whl  the CUDA crt/ headers the C++ compile tests need (tests/cxx.py)
-#   /usr/bin/chromium  Debian's chromium for the browser tests, installed when run as root
-# Usage: scripts/bootstrap.sh [main|all]   (default: all)
+# Set up what the project needs on a fresh machine (idempotent), as much as asked:
+#   demo  (scripts/demo.sh)        .venv: torch 2.15.0 (CUDA build from PyPI; runs on CPU) + ncclx-migrate
+#   main  (scripts/test.sh --quick) the above + the test tools (the `test` extra), and
+#         .venv-notorch  ncclx-migrate without torch (the codemod and `doctor --level static` need none)
+#         .whl/nvidia_cuda_crt-13.2*.whl  the CUDA crt/ headers the C++ compile tests need (tests/cxx.py)
+#   all   (scripts/test.sh)         the above, and
+#         .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
+#         .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
+#         /usr/bin/chromium  Debian's chromium for the browser tests, installed when run as root
+# Usage: scripts/bootstrap.sh [demo|main|all]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 what=${1:-all}
 
+# .ncclx-ready-HASH: the venv has the package and the test tools; .ncclx-demo-HASH: the package
+# alone (what scripts/demo.sh runs). HASH follows pyproject.toml, so a changed one reinstalls.
+hash=$(sha1sum pyproject.toml | cut -c1-12)
+tools=1; [ "$what" = demo ] && tools=0
+
 mkvenv() {  # mkvenv DIR TORCH_SPEC [pip env...]
   local dir=$1 spec=$2; shift 2
-  local stamp="$dir/.ncclx-ready-$(sha1sum pyproject.toml | cut -c1-12)"
-  [ -f "$stamp" ] && return 0
-  echo "bootstrap: creating $dir ($spec)" >&2
-  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
-  "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  # Explicit returns: called as `mkvenv A || mkvenv B`, where bash ignores set -e.
-  if [ "$spec" != none ]; then
-    env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy || return 1
+  local ready="$dir/.ncclx-ready-$hash" demo="$dir/.ncclx-demo-$hash"
+  [ -f "$ready" ] && return 0
+  [ "$tools" = 0 ] && [ -f "$demo" ] && return 0
+  if [ ! -f "$demo" ]; then
+    echo "bootstrap: creating $dir ($spec)" >&2
+    [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+    # Explicit returns: called as `mkvenv A || mkvenv B`, where bash ignores set -e.
+    if [ "$spec" != none ]; then
+      env "$@" "$dir/bin/python" -m pip install -q "$spec" numpy || return 1
+    fi
+    "$dir/bin/python" -m pip install -q -e . || return 1
+    touch "$demo"
   fi
+  [ "$tools" = 0 ] && return 0
+  echo "bootstrap: adding the test tools to $dir" >&2
   "$dir/bin/python" -m pip install -q -e ".[test]" || return 1
-  touch "$stamp"
+  touch "$ready"
 }
 
 # The browser tests (-m browser) drive Debian's chromium through Playwright (from PyPI, in the
 # `test` extra); Playwright never downloads a browser of its own here (no network for that).
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-if [ ! -x /usr/bin/chromium ]; then
+if [ "$what" = all ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing chromium (browser tests)" >&2
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
@@ -45,7 +59,7 @@ fi
 # whose host_config.h forwards to crt/ headers that only PyPI's header-only nvidia-cuda-crt
 # wheel has; the tests unzip it. Without it they skip with the reason.
 crt_wheel() { ls .whl/nvidia_cuda_crt-13.2*.whl >/dev/null 2>&1; }
-if ! crt_wheel; then
+if [ "$what" != demo ] && ! crt_wheel; then
   mkdir -p .whl
   crt_spec='nvidia-cuda-crt>=13.2,<13.3'
   "$PY" -m pip download -q --no-deps "$crt_spec" -d .whl >/dev/null 2>&1 \
@@ -55,10 +69,11 @@ fi
 
 # The machine's pip config may cap torch at 2.14.1: 2.15.0 comes from PyPI without it.
 mkvenv .venv torch==2.15.0 PIP_CONFIG_FILE=/dev/null
+[ "$what" = demo ] && exit 0
+mkvenv .venv-notorch none
 if [ "$what" = all ]; then
   # 2.13.0: the CPU wheel on local disk where present, else PyPI.
   mkvenv .venv-2.13 torch==2.13.0 || mkvenv .venv-2.13 torch==2.13.0 PIP_CONFIG_FILE=/dev/null
   # 2.14.1: the local file the machine's pip config points at where present, else PyPI.
   mkvenv .venv-2.14 torch==2.14.1 || mkvenv .venv-2.14 torch==2.14.1 PIP_CONFIG_FILE=/dev/null
-  mkvenv .venv-notorch none
 fi

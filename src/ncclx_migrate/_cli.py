@@ -14,11 +14,23 @@ __all__ = ["cli", "main"]
 _COMMANDS = {
     "doctor": "._doctor._cli:doctor",
     "migrate": "._migrate._cli:migrate",
-    "rules": "._migrate._cli:rules",
-    "explain": "._migrate._cli:explain",
+    "rules": "._migrate._docs_cli:rules",
+    "explain": "._migrate._docs_cli:explain",
     "fr": "._fr._cli:fr",
     "report": "._report._cli:report",
     "compare": "._compare._cli:compare",
+}
+
+
+# What `ncclx --help` lists for each command, so that listing them imports none of them (the
+# first sentence of each command's docstring: tests/test_cli_startup.py keeps them equal).
+# A command missing here is imported to be listed.
+_SUMMARIES = {
+    "doctor": "Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.",
+    "explain": "Print a rule's full documentation (why, fix, evidence).",
+    "fr": "Flight-recorder dumps: name the rank that hung a collective.",
+    "migrate": "Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.",
+    "rules": "List every rule: code, fix kind, torch versions it concerns, summary.",
 }
 
 
@@ -34,6 +46,23 @@ class _LazyGroup(click.Group):
             command = getattr(importlib.import_module(module, __package__), attr)
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, from _SUMMARIES where a command is not loaded yet."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            if name in _SUMMARIES and name not in self.commands:
+                command: click.Command | None = click.Command(name, help=_SUMMARIES[name])
+            else:
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -24,6 +24,7 @@ __all__ = [
     "Fix",
     "drop_allowed",
     "env_findings",
+    "legacy_note",
     "lookup",
     "toggle_meaning",
 ]
@@ -114,8 +115,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar(
         "TORCH_NCCL_TRACE_BUFFER_SIZE", EnvKind.DEPRECATED, "TORCH_FR_BUFFER_SIZE", Fix.ADD,
         _FR, _FILES,
-        "Deprecated alias (warns). The legacy constructor still reads only the old name, "
-        "so keep it while legacy can run; when both are set the FR name wins.",
+        "Deprecated alias (warns); when both are set the FR name wins. The legacy constructor "
+        "(the default before 2.15, the rollback on 2.15) reads only the old name.",
         "alias table (2.15.0); runtime buffer-precedence check; docs/torch-versions.md",
     ),
     EnvVar(
@@ -239,6 +240,17 @@ def drop_blocked(row: EnvVar, oldest: tuple[int, int]) -> str:
     return (f" Kept: torch {oldest[0]}.{oldest[1]}, the oldest release this project supports, still reads "
             f"{row.name} (removing it is right from torch {DROP_FROM[0]}.{DROP_FROM[1]} on); raise the "
             "project's torch bound (or --target-torch) to have a fix remove it.")
+
+
+def legacy_note(row: EnvVar, target: tuple[int, int]) -> str:
+    """The detail's sentence on the legacy backend for a project whose oldest torch is
+    ``target``: on a release without it, nothing legacy reads the old name any more."""
+    from ._torchfacts import legacy_can_run
+
+    if legacy_can_run(target) or row.kind not in (EnvKind.DEPRECATED, EnvKind.IGNORED):
+        return ""
+    return (f" Torch {target[0]}.{target[1]}, the oldest release this project supports, has no legacy "
+            f"backend: only jobs on older releases read {row.name}.")
 
 
 def lookup(name: str) -> EnvVar | None:

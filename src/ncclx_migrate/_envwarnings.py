@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._warnings import warn_legacy, warnings_mode
+from ._warnings import clipped, warn_legacy, warnings_mode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,15 +110,7 @@ def _builds(torch: InstalledTorch, value: str | None) -> str:
     """What "nccl" builds on this torch with the toggle at ``value``."""
     from ._torchfacts import nccl_builds
 
-    if nccl_builds(torch.phase, value) == "nccl2":
-        return "nccl2"
-    return "the legacy ProcessGroupNCCL" + ("" if torch.has_nccl2 else " (this torch has no nccl2)")
-
-
-_UNSET = (
-    f"Migrate: unset {_TOGGLE}, make the code nccl2-ready (`ncclx migrate`), and pin only "
-    'the groups that still need legacy with backend="nccl-legacy".'
-)
+    return "nccl2" if nccl_builds(torch.phase, value) == "nccl2" else "legacy"
 
 
 def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
@@ -127,59 +119,33 @@ def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
 
     meaning = toggle_meaning(value)
     if meaning == "no-effect":
-        here = f'; on {torch.label} "nccl" builds {_builds(torch, value)}' if torch else ""
-        return (
-            f"{_TOGGLE}={value!r} does nothing: torch reads only the literal \"0\" "
-            f"(rollback to legacy, 2.15) and \"1\" (opt-in to nccl2, 2.14){here}. "
-            f"Migrate: unset it, or write \"0\" if you mean the rollback."
-        )
+        if torch is not None:  # what "nccl" builds on this release, whatever the value says
+            here = f"{torch.version[0]}.{torch.version[1]}"
+            return f'{_TOGGLE}={clipped(value, 10)} does nothing: "nccl" builds {_builds(torch, value)} on {here}; unset it'
+        return f'{_TOGGLE}={clipped(value)} does nothing: only "0" and "1" count; unset it'
     if meaning == "opt-in":
         if torch is not None and not torch.has_nccl2:
-            return (
-                f"{_TOGGLE}=1 does nothing on {torch.label}: it has no nccl2, so \"nccl\" "
-                "builds the legacy ProcessGroupNCCL. Migrate: upgrade to torch 2.14+ "
-                "(opt-in) or 2.15+ (nccl2 by default)."
-            )
+            return f"{_TOGGLE}=1 does nothing on {torch.label} (no nccl2): upgrade to torch 2.14+"
         return None
     if meaning != "rollback":
         return None
     if torch is not None and torch.rollback_gone:
-        return (
-            f"{_TOGGLE}=0 does nothing on {torch.label}: its legacy rollback is gone "
-            f"(no \"nccl-legacy\" backend), so \"nccl\" builds nccl2. {_UNSET}"
-        )
-    if torch is not None and not torch.has_nccl2:
-        lead = f"{_TOGGLE}=0 does nothing on {torch.label} (no nccl2) but"
-    elif torch is not None and torch.version < (2, 15):
-        lead = f"{_TOGGLE}=0 changes nothing on {torch.label} (legacy is its default) but"
-    else:
-        lead = f"{_TOGGLE}=0"
-    return (
-        f"{lead} rolls \"nccl\" back to the legacy ProcessGroupNCCL on torch 2.15, a rollback "
-        f"announced for 2.15 only. {_UNSET}"
-    )
+        return f"{_TOGGLE}=0 does nothing on {torch.label} (its rollback is gone): unset it"
+    if torch is not None and torch.version < (2, 15):  # 2.13: no nccl2; 2.14: legacy by default
+        return f"{_TOGGLE}=0 does nothing on {torch.label}, rolls 2.15 back to legacy: unset it"
+    return f'{_TOGGLE}=0 rolls "nccl" back to legacy (a 2.15-only rollback): unset it'
 
 
-def env_message(row: EnvVar, value: str) -> str:
-    """The message for one deprecated, ignored or obsolete row of the env table."""
+def env_message(row: EnvVar) -> str:
+    """The message for one deprecated, ignored or obsolete row of the env table (the why and
+    the whole fix are on the rule's page: `ncclx explain`)."""
     from ._envvars import EnvKind
 
     if row.kind is EnvKind.DEPRECATED:
-        return (
-            f"{row.name} is a deprecated spelling of {row.replacement}. {row.why} "
-            f"Migrate: set {row.replacement}={value} next to it (`ncclx migrate` adds it)."
-        )
+        return f"{row.name}, deprecated: add {row.replacement}"
     if row.kind is EnvKind.OBSOLETE:
-        return f"{row.name} does nothing on torch 2.15. {row.why} Migrate: delete it."
-    instead = (
-        f"use {row.replacement} instead"
-        if row.replacement
-        else "drop it once no job runs the legacy backend"
-    )
-    return (
-        f"{row.name} is ignored by nccl2, what \"nccl\" builds from torch 2.15. "
-        f"{row.why} Migrate: {instead}."
-    )
+        return f"{row.name} does nothing on torch 2.15: delete it"
+    return f"{row.name} is read by legacy NCCL only" + (f": use {row.replacement}" if row.replacement else "")
 
 
 def warn_environment(environ: Mapping[str, str] | None = None) -> None:
@@ -200,4 +166,4 @@ def warn_environment(environ: Mapping[str, str] | None = None) -> None:
     for row in env_findings(env):
         if row.kind is EnvKind.TOGGLE:
             continue
-        warn_legacy(row.py_code, env_message(row, env[row.name]), key=("env", row.name))
+        warn_legacy(row.py_code, env_message(row), key=("env", row.name))

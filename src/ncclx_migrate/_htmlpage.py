@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ._words import count
+
 __all__ = ["count", "embed_json", "esc", "page", "ranges", "rank_text", "spans", "write_atomic"]
 
 
@@ -46,10 +48,6 @@ def ranges(numbers: Iterable[int], limit: int = 0) -> str:
     if limit and len(parts) > limit:
         parts = [*parts[:limit], "…"]
     return ", ".join(parts)
-
-
-def count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def rank_text(ranks: Iterable[int], limit: int = 8) -> str:
@@ -103,6 +101,7 @@ section.block p.lines{margin:0 0 8px;color:var(--ink)}
 .detail table{border-collapse:collapse;width:100%;margin-top:6px}
 .detail th,.detail td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top;font-size:12px}
 .detail td.mono,.detail .mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;overflow-wrap:anywhere}
+.detail td.stack{overflow-wrap:break-word}.detail .loc{white-space:nowrap}
 .chips{display:flex;flex-wrap:wrap;gap:4px;margin:4px 0}
 .chips button{font:11.5px ui-monospace,monospace;padding:1px 6px;border:1px solid var(--line);background:#fff;border-radius:4px;cursor:pointer}
 .chips button.on{background:var(--ink);color:#fff}

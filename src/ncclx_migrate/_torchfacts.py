@@ -35,6 +35,7 @@ __all__ = [
     "backend_entry_points",
     "default_timeout_minutes",
     "installed_torch_version",
+    "legacy_can_run",
     "nccl_builds",
     "phase_for_registry",
     "phase_for_version",
@@ -99,6 +100,12 @@ def phase_for_version(version: str | tuple[int, int]) -> Phase:
     if (major, minor) == (2, 15):
         return Phase.DEFAULT
     return Phase.ROLLBACK_GONE
+
+
+def legacy_can_run(release: tuple[int, int]) -> bool:
+    """Whether a job on ``release`` can still build the legacy ProcessGroupNCCL (its default
+    before 2.15, the rollback on 2.15; the rollback was announced for 2.15 only)."""
+    return phase_for_version(release) is not Phase.ROLLBACK_GONE
 
 
 def phase_for_registry(names: set[str], nccl_is_nccl2_by_default: bool | None) -> Phase:

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
     from types import FrameType
 
-__all__ = ["MODES", "LegacyNCCLWarning", "emit_user_warning", "reset_for_tests", "warn_legacy", "warnings_mode"]
+__all__ = [
+    "MAX_MESSAGE", "MODES", "LegacyNCCLWarning", "clipped", "emit_user_warning", "reset_for_tests", "warn_legacy",
+    "warning_text", "warnings_mode",
+]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # importlib's Python frames: import_module() and EntryPoint.load(), through which torch's
@@ -136,6 +139,21 @@ def _emit(text: str, category: type[Warning]) -> None:
 emit_user_warning = _emit
 
 
+# A warning's message stays within this many characters: what happened and what to do; the
+# why, the evidence and the full fix are one command away (`ncclx explain CODE`).
+MAX_MESSAGE = 120
+
+
+def warning_text(code: str, message: str) -> str:
+    """The message a LegacyNCCLWarning shows for ``code``."""
+    return f"[{code}] {message} (`ncclx explain {code}`)"
+
+
+def clipped(value: str, limit: int = 12) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: a user's value never makes a long line."""
+    return repr(value) if len(value) <= limit else repr(value[: limit - 3] + "...")
+
+
 def warn_legacy(code: str, message: str, *, key: Hashable | None = None) -> None:
     """Warn with ``LegacyNCCLWarning``, blaming the first frame outside ncclx_migrate and torch.
 
@@ -150,7 +168,7 @@ def warn_legacy(code: str, message: str, *, key: Hashable | None = None) -> None
         return
     if mode is not None:
         _ensure_env_filter(mode)
-    _emit(f"[{code}] {message} (see `ncclx explain {code}`)", LegacyNCCLWarning)
+    _emit(warning_text(code, message), LegacyNCCLWarning)
     # Recorded only once shown: under `-W error` every occurrence raises.
     if dedup:
         _seen.add(finding)

@@ -139,11 +139,11 @@ def test_shim_name_builds_legacy_and_warns_once_at_the_users_line(ran) -> None: 
     (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
     assert w.code == "NCX103"
     assert (w.file, w.line) == (str(script.path), line_of(script, "<- init"))
-    assert 'Migrate: use backend="nccl"' in w.text
+    assert ': use "nccl" (`ncclx explain NCX103`)' in w.text
     if TORCH_HAS_NAME:
         assert "rollback name, announced for 2.15 only" in w.text
     else:
-        assert f'does not exist in torch {MINOR}; ncclx_migrate maps it to the legacy' in w.text
+        assert f'is not in torch {MINOR}; ncclx_migrate maps it to legacy NCCL' in w.text
 
 
 def test_entry_point_is_discovered_by_torch_in_a_fresh_interpreter(ran) -> None:  # type: ignore[no-untyped-def]
@@ -170,7 +170,7 @@ def test_a_torch_without_the_rollback_maps_the_name_to_nccl2(ran) -> None:  # ty
     assert res.stdout.splitlines() == ["nccl2 False", "ProcessGroupNCCL2 nccl-legacy True"]
     (w,) = [w for w in warnings_in(res.stderr) if w.category == "LegacyNCCLWarning"]
     assert w.code == "NCX103" and w.line == line_of(script, "<- init")
-    assert "the legacy ProcessGroupNCCL is gone, so ncclx_migrate maps it to nccl2" in w.text
+    assert '"nccl-legacy" is gone in torch 2.15; ncclx_migrate maps it to nccl2: use "nccl"' in w.text
 
 
 @pytest.mark.gpu

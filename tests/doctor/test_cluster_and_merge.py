@@ -93,7 +93,7 @@ def test_srun_style_rank_0_hosts_the_store_and_all_agree(tmp_path: Path) -> None
     report = json.loads(outs[0][0])
     cc = check(report, "cluster-consistency")
     assert cc["status"] == "ok", cc
-    assert "2 rank(s) on 1 host(s) agree" in cc["message"]
+    assert "2 ranks on 1 host agree" in cc["message"]
     assert cc["details"]["reported_ranks"] == [0, 1]
 
 

@@ -26,7 +26,14 @@ def test_a_login_node_says_what_it_judged_and_says_no_gpu_once() -> None:
     assert text.count("no GPU visible") == 1  # gpu-binding's; the others refer to it
     gpu = next(i for i, line in enumerate(lines) if line.split()[1:2] == ["gpu-binding"])
     assert "no GPU visible (CUDA_VISIBLE_DEVICES='')" in lines[gpu + 1]
-    assert "gloo (no GPU here, see gpu-binding)" in text  # flight-recorder, fast-reconfigure
+    # the header says it once: flight-recorder and fast-reconfigure do not repeat it
+    assert text.count("see gpu-binding") == 1 and "no GPU here" not in text
+    assert re.search(r"ok +fast-reconfigure +gloo: reconfigure works", text)
+    # judged as the header says: gloo only for want of a GPU, so gloo's hang dumps are no warning
+    fr = next(line for line in lines if line.split()[1:2] == ["flight-recorder"])
+    assert fr.split()[0] == "ok" and "never dumps on a hang" not in text
+    assert "how a hang is dumped depends on the GPU job's backend (judge it with --backend nccl)" in " ".join(
+        text.split())
     # nccl-resolution speaks of the NCCL job only: no gloo advice mixed into it.
     res = next(line for line in lines if line.split()[1:2] == ["nccl-resolution"])
     assert res.split()[0] == "ok" and "gloo" not in res
@@ -96,7 +103,9 @@ def test_merge_says_each_fact_once(tmp_path: Path) -> None:
     env = {**NO_GPU, "TORCH_FR_BUFFER_SIZE": "0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME": "1"}
     base = doctor_json("--level", "static", env=env)
     text = run_ncclx("doctor", "merge", *_fleet(base, tmp_path), env={"COLUMNS": "100"}).stdout
-    blocks = re.split(r"\n(?=  (?:ok|warn|FAIL|skip|ERROR) )", text.split("\n", 1)[1].rsplit("\n", 1)[0])
+    # the header (level, host, torch; then what the reports were judged as), then the checks
+    assert text.splitlines()[1].startswith("judged as a gloo job: this node has no GPU")
+    blocks = re.split(r"\n(?=  (?:ok|warn|FAIL|skip|ERROR) )", text.split("\n", 2)[2].rsplit("\n", 1)[0])
     cluster = next(b for b in blocks if "cluster-consistency" in b.split("\n")[0])
     assert cluster.count("        - rank 3") == 3
     assert cluster.count("fix:") == 1  # one fix for the three differences, not one per line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from tests.conftest import other_python
 
-from .conftest import check, doctor_json
+from .conftest import check, doctor, doctor_json
 
 STATIC = ("--level", "static")
 
@@ -76,6 +77,12 @@ def test_env_vars_name_each_deprecated_or_ignored_variable_with_its_replacement(
     legacy = doctor_json(*STATIC, "--backend", "nccl", "--check", "env-vars",
                          env={**env, "TORCH_DIST_USE_NCCL2": "0"})
     assert "TORCH_NCCL_ENABLE_MONITORING" not in {f["name"] for f in check(legacy, "env-vars")["details"]["findings"]}
+    # Judged for torch 2.16, which has no legacy backend: no advice to keep a name for it.
+    later = check(doctor_json(*STATIC, "--backend", "nccl", "--check", "env-vars", "--target-torch", "2.16",
+                              env=env), "env-vars")
+    assert "legacy can run" not in later["remedy"] and "once no job runs legacy" not in later["remedy"]
+    assert "rename TORCH_NCCL_TRACE_BUFFER_SIZE to TORCH_FR_BUFFER_SIZE (torch 2.16 has no legacy backend)" in later["remedy"]
+    assert "keep the old name while legacy can run" in result["remedy"]
 
 
 @pytest.mark.parametrize(
@@ -98,13 +105,15 @@ def test_flight_recorder_settings(env: dict[str, str], status: str, needle: str)
 
 
 def test_gloo_never_dumps_on_a_hang_and_the_hang_watchdog_covers_it(tmp_path: Path) -> None:
+    # a job that runs gloo (--backend gloo); on a node without a GPU it is only the fallback:
+    # test_first_read's login node judges it as the header says
     env = {"CUDA_VISIBLE_DEVICES": "", "TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/fr_"}
-    fr = check(doctor_json(*STATIC, "--check", "flight-recorder", env=env), "flight-recorder")
+    gloo = (*STATIC, "--backend", "gloo", "--check", "flight-recorder")
+    fr = check(doctor_json(*gloo, env=env), "flight-recorder")
     assert fr["status"] == "warn"
-    assert "gloo" in fr["message"] and "never dumps on a hang" in fr["message"]
+    assert "gloo (--backend gloo) never dumps on a hang" in fr["message"]
     assert "NCCLX_HANG_DUMP=SECONDS" in fr["remedy"]
-    covered = check(doctor_json(*STATIC, "--check", "flight-recorder", env={**env, "NCCLX_HANG_DUMP": "120"}),
-                    "flight-recorder")
+    covered = check(doctor_json(*gloo, env={**env, "NCCLX_HANG_DUMP": "120"}), "flight-recorder")
     assert covered["status"] == "ok"
     assert "NCCLX_HANG_DUMP=120s" in covered["message"]
     assert f"{tmp_path}/fr_<rank>" in covered["message"]
@@ -234,12 +243,30 @@ def test_rccl_is_skipped_on_cuda_and_cpu_builds() -> None:
 # --- other Pythons ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("level", ["static", "local"])
-def test_without_torch_the_report_says_so_and_nothing_crashes(level: str) -> None:
+@pytest.mark.parametrize("args", [("--level", "local"), ("--level", "static", "--backend", "nccl")])
+def test_without_torch_a_job_check_fails_and_nothing_crashes(args: tuple[str, ...]) -> None:
     py = other_python("NCCLX_TEST_PY_NOTORCH")
-    report = doctor_json("--level", level, python=py, expect_rc=1)
+    report = doctor_json(*args, python=py, expect_rc=1)
     tv = check(report, "torch-version")
     assert tv["status"] == "fail"
     assert tv["message"] == "torch is not installed in this Python"
     assert report["torch"] is None
     assert report["summary"]["error"] == 0
+
+
+def test_a_static_run_without_torch_checks_the_node_before_torch() -> None:
+    """A login node or an image before torch is installed: the missing torch is said once, in
+    the header; what needs torch skips; the verdict is OK (exit 0) when nothing else is wrong."""
+    py = other_python("NCCLX_TEST_PY_NOTORCH")
+    proc = doctor("--level", "static", python=py, env={"COLUMNS": "100", "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert text.startswith("ncclx doctor: level static, host ")
+    assert ("torch not installed no torch in this Python: a check of this node or image before torch is "
+            "installed, so the checks that need torch skip; --backend nccl judges the job") in text
+    assert re.search(r"skip torch-version not in this Python \(\S+python\S*\)", text)
+    assert text.count("not installed") == 1 and text.count("not in this Python") == 1
+    for cid in ("nccl-resolution", "fast-reconfigure"):
+        assert f"skip {cid} needs torch " in text
+    assert "FAIL" not in proc.stdout and "judged as" not in text
+    assert proc.stdout.splitlines()[-1].startswith("OK: ")

@@ -216,7 +216,7 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
             CheckResult("legacy-toggle", Status.WARN if odd else Status.OK,
                         "TORCH_DIST_USE_NCCL2='0' rolls back" if odd else "TORCH_DIST_USE_NCCL2 is not set",
                         "unset TORCH_DIST_USE_NCCL2" if odd else "", {"value": "0" if odd else None}),
-            CheckResult("gpu-binding", Status.OK, f"8 GPU(s) visible; LOCAL_RANK={r % 8} -> nccl2 binds cuda:{r % 8}"),
+            CheckResult("gpu-binding", Status.OK, f"8 GPUs visible; LOCAL_RANK={r % 8} -> nccl2 binds cuda:{r % 8}"),
             CheckResult("env-vars", Status.OK, f"NCCL settings: NCCL_RANK_TAG={r}"),  # differs on every rank
         ]
         sources.append(Source(Report("cluster", f"node{r // 8}", r, "2.15.0", checks), ""))
@@ -231,9 +231,9 @@ def test_cluster_text_report_stays_one_screen_at_1024_ranks() -> None:
     assert lines[toggle + 2].strip() == "fix: unset TORCH_DIST_USE_NCCL2"
     assert "ranks 0-4,6-699,701-1023 (1022) on 128 hosts: ok" in text
     assert "ranks 1024-1029 (6) did not report within 20s" in text
-    assert "torch 2.15.0 (all 1024 ranks)" in text
+    assert "torch 2.15.0 (1,024 of 1,030 ranks; the rest did not report)" in text
     # Results that differ only in their ok text are grouped too: one bullet per LOCAL_RANK.
-    assert re.search(r"- ranks 0,8,16,[0-9,]+,\.\.\.,1016 \(128\) on 128 hosts: ok: 8 GPU\(s\) visible;", text)
+    assert re.search(r"- ranks 0,8,16,[0-9,]+,\.\.\.,1016 \(128\) on 128 hosts: ok: 8 GPUs visible;", text)
     # Results that differ on every rank are counted after a few, not listed.
     assert "- 1017 more distinct results on 1017 more ranks/reports (--format json lists them)" in text
 
@@ -264,3 +264,30 @@ def test_merge_keeps_one_bullet_per_problem_when_every_node_agrees(tmp_path: Pat
     merged = doctor("merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), env={"COLUMNS": "100"})
     bullets = [line for line in merged.stdout.splitlines() if line.startswith("        - ")]
     assert [b.split()[1] for b in bullets] == ["TORCH_FR_BUFFER_SIZE=0", "TORCH_FR_DUMP_DYNAMIC_FILE_NAME=1"]
+
+
+def test_cluster_text_when_the_launcher_stopped_the_job() -> None:
+    """torchrun stopped rank 0 (another rank died) with 1 of 3 reports in: the text says so, counts
+    what was there, and prints the header's "judged as" line as every level does."""
+    from ncclx_migrate._doctor._cluster import MISSING_WHEN_STOPPED, mark_stopped
+    from ncclx_migrate._doctor._merge import Source, merge_reports
+    from ncclx_migrate._doctor._model import CheckResult, Report, Status
+    from ncclx_migrate._doctor._render import render
+
+    own = Report("cluster", "node0", 0, "2.15.0", [CheckResult("torch-version", Status.OK, "torch 2.15.0")],
+                 backend="gloo", backend_why="no GPU here")
+    merged = merge_reports([Source(own, "")], level="cluster", expected_ranks=[0, 1, 2], rank=0)
+    mark_stopped(merged.checks[-1], 0.04, 1, 3)
+    text = " ".join(render(merged, width=100).split())
+    assert "torch 2.15.0 (1 of 3 ranks; the rest did not report)" in text and "(all 1 ranks)" not in text
+    assert ("stopped (SIGTERM) after 0.0s of waiting, with 1 of 3 reports: the launcher stops every rank when "
+            "one fails (torchrun: when a rank dies)") in text
+    assert "find the rank that failed first in the launcher's log" in text
+    assert f"ranks 1-2 (2) did not report fix: {MISSING_WHEN_STOPPED}" in text
+    assert "did the process start?" not in text
+    assert "judged as a gloo job: no GPU here" in text
+    # one report of one: nothing to compare, and no "(s)" anywhere
+    alone = merge_reports([Source(own, "")], level="cluster", expected_ranks=[0], rank=0)
+    text = " ".join(render(alone, width=100).split())
+    assert "torch 2.15.0 (1 rank)" in text and "1 rank on 1 host: nothing to compare it with" in text
+    assert "(s)" not in text

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tests.conftest import ncclx_exe
@@ -18,6 +19,20 @@ TIME_LIMIT = 120
 
 def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def signals_at_default(*signals: int) -> Callable[[], None]:
+    """A ``preexec_fn``: ``_limit()``, and ``signals`` back at their default disposition in the
+    child.  A test started in the background (``scripts/test.sh &``, nohup, many CI runners)
+    inherits SIGINT as ignored, and so would the command it starts: Python then installs no
+    KeyboardInterrupt handler and the signal the test sends never arrives."""
+
+    def preexec() -> None:
+        _limit()
+        for sig in signals:
+            signal.signal(sig, signal.SIG_DFL)
+
+    return preexec
 
 
 def env(**extra: str) -> dict[str, str]:

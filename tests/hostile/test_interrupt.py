@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ncclx_exe
 
-from .conftest import _limit, env
+from .conftest import env, signals_at_default
 
 _READ = {"x86_64": 0, "aarch64": 63}.get(platform.machine())  # the read(2) syscall number
 
@@ -31,7 +31,8 @@ def _interrupt(proc: subprocess.Popen[bytes], ready: object) -> tuple[int, str]:
 
 
 def _start(*args: str, cwd: Path, stdin: int | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([ncclx_exe(), *args], cwd=cwd, env=env(), stdin=stdin, preexec_fn=_limit,
+    return subprocess.Popen([ncclx_exe(), *args], cwd=cwd, env=env(), stdin=stdin,
+                            preexec_fn=signals_at_default(signal.SIGINT),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

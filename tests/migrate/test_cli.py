@@ -183,8 +183,6 @@ def test_bad_files_are_errors_others_still_processed(tmp_path: Path) -> None:
     assert "NUL byte" in errs["bin.py"] and "not UTF-8" in errs["latin.py"] and "cannot parse" in errs["broken.py"]
     assert (tmp_path / "a.py").read_text() == FIXED  # still fixed
     assert (tmp_path / "latin.py").read_bytes() == "x = 'caf\xe9'\n".encode("latin-1")
-    missing = run_ncclx("migrate", "nope.py", cwd=tmp_path)
-    assert missing.returncode == 2 and "nope.py: error: cannot read" in missing.stdout
 
 
 def test_suppression_select_ignore(tmp_path: Path) -> None:
@@ -444,3 +442,43 @@ def test_a_name_two_files_mention_gets_no_safe_add(tmp_path: Path) -> None:
         assert [(f["path"], f["fix"]) for f in alone] == [(name, "safe")]
     written = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
     assert written.returncode == 1 and "0 fixed" in written.stdout, written.stdout
+
+
+SHIM_CASE = """import torch.distributed as dist
+from torch.distributed import ProcessGroupNCCL
+
+
+def f(pg):
+    if dist.get_backend(pg) == "nccl":
+        pass
+    return isinstance(pg, ProcessGroupNCCL)
+"""
+
+
+def test_use_shim_changes_what_its_help_says_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(SHIM_CASE)
+    plain, shim = (run_ncclx("migrate", "-q", "--diff", "--unsafe-fixes", *flag, "t.py", cwd=tmp_path).stdout
+                   for flag in ((), ("--use-shim",)))
+    changed = {line for line in plain.splitlines() if line.startswith("+")} ^ {
+        line for line in shim.splitlines() if line.startswith("+")}
+    assert changed >= {"+    return is_nccl(pg)", "+from ncclx_migrate.backend import is_nccl"}
+    # the backend-name test gets the same fix either way
+    assert '+    if dist.get_backend(pg) in ("nccl", "nccl2", "nccl-legacy", "nccl-lazy"):' in plain.splitlines()
+    assert '+    if dist.get_backend(pg) in ("nccl", "nccl2", "nccl-legacy", "nccl-lazy"):' in shim.splitlines()
+    helptext = " ".join(run_ncclx("migrate", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert ("isinstance(x, ProcessGroupNCCL) -> is_nccl(x)" in helptext
+            and 'Every other fix (get_backend() == "nccl" too) is the same with or without it.' in helptext)
+
+
+def test_env_var_advice_follows_the_target_torch(tmp_path: Path) -> None:
+    (tmp_path / "e.py").write_text('import os\nos.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000"\n'
+                                   'os.environ["TORCH_NCCL_ENABLE_MONITORING"] = "0"\n')
+    details = {}
+    for target in ("2.15", "2.16"):
+        doc = json.loads(run_ncclx("migrate", "-q", "--format", "json", "--target-torch", target, "e.py",
+                                   cwd=tmp_path).stdout)
+        details[target] = {f["code"]: f["detail"] for f in doc["findings"]}
+    for code in ("NCX120", "NCX122"):
+        assert "has no legacy backend" not in details["2.15"][code]
+        assert "Torch 2.16, the oldest release this project supports, has no legacy backend" in details["2.16"][code]
+    assert not any("keep it while legacy can run" in d for t in details.values() for d in t.values())

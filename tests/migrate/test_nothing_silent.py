@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,26 @@ def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     proc = run_ncclx("migrate", "-q", "src", cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", NOTHING)
+
+
+@pytest.mark.parametrize("fmt", ["text", "sarif"])  # json: the next test
+def test_a_missing_path_is_one_line_on_stderr_in_every_format(tmp_path: Path, fmt: str) -> None:
+    proc = run_ncclx("migrate", "-q", "--format", fmt, "nope/", cwd=tmp_path)
+    # no report of a "file" scanned, no summary: the error alone
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", "ncclx migrate: error: nope/: no such file or directory\n")
+
+
+def test_a_missing_path_beside_real_ones_is_not_counted_as_scanned(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TOGGLE)
+    proc = run_ncclx("migrate", "-q", "--format", "json", "nope.py", "train.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    assert (doc["files_scanned"], doc["errors"]) == (1, [])
+    assert [f["code"] for f in doc["findings"]] == ["NCX101"]
+    assert proc.stderr == "ncclx migrate: error: nope.py: no such file or directory\n"
+    text = run_ncclx("migrate", "-q", "nope.py", "train.py", cwd=tmp_path)
+    assert "nope" not in text.stdout and "in 1 file." in text.stdout
 
 
 def test_the_other_paths_are_still_reported_and_ignore_unknown_skips(tmp_path: Path) -> None:

@@ -64,6 +64,17 @@ def test_rules_command_lists_every_code() -> None:
     assert proc.returncode == 0, proc.stderr
     for r in RULES:
         assert r.code in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert lines[0].startswith("code    fix ") and "ncclx explain CODE" in lines[0]
+    # each summary whole, wrapped under its column
+    column = lines[0].index("what it finds")
+    rows: dict[str, str] = {}
+    code = ""
+    for line in lines[1:]:
+        code = line[:6].strip() or code
+        rows[code] = f"{rows.get(code, '')} {line[column:]}"
+    assert {c: " ".join(t.split()) for c, t in rows.items()} == {r.code: " ".join(r.summary.split()) for r in RULES}
     as_json = json.loads(run_ncclx("rules", "--format", "json").stdout)
     assert [r["code"] for r in as_json] == [r.code for r in RULES]
     assert all(set(r) == {"code", "name", "summary", "fix", "torch", "files"} for r in as_json)

@@ -17,11 +17,14 @@ from . import synthetic
 browser = pytest.mark.browser
 
 
-def _fleet(tmp_path: Path, ranks: int = 256) -> list[str]:
-    """One real static report as every rank of a job would save it (synthetic.doctor_fleet)."""
+def _fleet(tmp_path: Path, ranks: int = 256, toggle_on: int | None = None) -> list[str]:
+    """One real static report as every rank of a job would save it (synthetic.doctor_fleet);
+    ``toggle_on``: that rank also has TORCH_DIST_USE_NCCL2=0 (the others leave it unset)."""
     proc = run_ncclx("doctor", "--level", "static", "--json")
     paths = []
     for report in synthetic.doctor_fleet(json.loads(proc.stdout), ranks):
+        if report["rank"] == toggle_on:
+            next(c for c in report["checks"] if c["id"] == "legacy-toggle")["details"]["value"] = "0"
         path = tmp_path / f"rank{report['rank']}.json"
         path.write_text(json.dumps(report))
         paths.append(str(path))
@@ -63,7 +66,7 @@ def test_local_level_html_and_unwritable_path(tmp_path: Path) -> None:
 @browser
 def test_fleet_page_in_the_browser(tmp_path: Path, open_page: Any) -> None:
     page_file = tmp_path / "fleet.html"
-    run_ncclx("doctor", "merge", *_fleet(tmp_path, ranks=512), "--html", str(page_file))
+    run_ncclx("doctor", "merge", *_fleet(tmp_path, ranks=512, toggle_on=77), "--html", str(page_file))
     opened = open_page(page_file, height=760)
     page = opened.page
     verdict = page.locator("#verdict").inner_text()
@@ -77,6 +80,19 @@ def test_fleet_page_in_the_browser(tmp_path: Path, open_page: Any) -> None:
     assert "ranks 40-47 on node-005" in detail and "odd one out" in detail
     assert "load NCCL >= 2.29" in detail and "majority:" in detail
     opened.screenshot(tmp_path, "doctor-page.png")
+    # Values as the text output shows them: no JSON (null, quoted strings), verbs, counts.
+    rows.first.click()
+    agreement = page.locator("#detail-0 tr", has_text="cluster-consistency").inner_text()
+    assert "has TORCH_DIST_USE_NCCL2 = 0 (the others unset)" in agreement, agreement
+    values = page.locator("#divergent")
+    assert "511 reports have TORCH_DIST_USE_NCCL2 = unset; 1 other value" in values.inner_text()
+    assert "504 reports run NCCL 2.30.7; 1 other value" in values.inner_text()
+    values.locator("summary", has_text="TORCH_DIST_USE_NCCL2").click()
+    assert "0\trank 77 on node-009" in values.inner_text()
+    assert "2.28.3\tranks 40-47 on node-005" not in values.inner_text()  # still folded
+    shown = page.locator("body").inner_text()
+    assert "null" not in shown and '"2.30.7"' not in shown and "the majority null" not in shown
+    assert "(all 512 ranks)" in page.locator("#verdict").inner_text()  # gpu-binding, the same everywhere
     opened.offline_and_clean()
 
 

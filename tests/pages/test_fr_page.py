@@ -171,3 +171,32 @@ def test_rows_past_the_cap_are_summed_up_and_the_culprit_row_is_kept() -> None:
     assert rows[-1]["label"] == "rank 999 · never-entered" and rows[-1]["flag"] == 1
     assert "600 more rows not drawn" in text
     assert len(data["groups"][0]["ranks"]) == 1000
+
+
+def test_no_column_for_a_collective_no_rank_reached() -> None:
+    report = synthetic.report(8, culprit=3)
+    data = json.loads(render_page(report).split('<script id="data" type="application/json">')[1].split("</script>")[0])
+    reached = max(int(v["last_enqueued"] or 0) for v in report["groups"][0]["per_rank"].values())
+    assert data["groups"][0]["cols"][-1]["label"].split()[0] == f"#{reached}"
+    assert all("ne" not in {row["cells"][-1]} or row["flag"] for row in data["groups"][0]["rows"])
+
+
+@browser
+def test_the_verdict_once_and_stacks_that_break_between_frames_not_inside_a_line_number(
+    tmp_path: Path, open_page: Any
+) -> None:
+    page_file = tmp_path / "hang.html"
+    write_page(page_file, synthetic.report(8, culprit=3))
+    opened = open_page(page_file, width=760)  # narrow: the stack column wraps
+    page = opened.page
+    body = page.locator("body").inner_text()
+    assert body.count("rank 3 never entered") == 1, body  # the verdict, not repeated by its only group
+    page.locator("#grid-0 .row").first.click()
+    locs = page.locator("#detail-0 td.stack .loc")
+    assert locs.count() >= 3
+    for i in range(locs.count()):
+        loc = locs.nth(i)
+        assert loc.evaluate("e => e.getClientRects().length") == 1, loc.inner_text()  # one line box
+        assert loc.evaluate("e => /^[^\\/\\s]*:\\d+$/.test(e.textContent)"), loc.inner_text()
+    assert "_step_0 at /job/train.py:40\n" in page.locator("#detail-0 td.stack").first.inner_text()
+    opened.offline_and_clean()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._words import count
 from ._facts import Options
 from ._merge import Source, merge_reports
 from ._model import CheckResult, Report, ReportError, Status
@@ -170,6 +171,29 @@ def run_cluster(
             signal.signal(signal.SIGTERM, previous)
 
 
+MISSING_WHEN_STOPPED = "they had not reported when the launcher stopped the job"
+
+
+def mark_stopped(consistency: CheckResult, waited_s: float, reports: int, world: int) -> None:
+    """``consistency`` of a gather that a SIGTERM ended: the stop first, in the message (JSON)
+    and in the problems the text lists, and missing ranks not blamed on their start-up."""
+    stopped = f"stopped (SIGTERM) after {waited_s:.1f}s of waiting, with {reports} of {count(world, 'report')}"
+    consistency.status = Status.FAIL
+    consistency.message = f"{stopped}; {consistency.message}"
+    consistency.details["stopped_by"] = "SIGTERM"
+    problems = consistency.details.setdefault("problems", [])
+    for p in problems:
+        if "did not report" in str(p.get("message")):
+            p["remedy"] = MISSING_WHEN_STOPPED
+    problems.insert(0, {
+        "status": Status.FAIL.value,
+        "message": f"{stopped}: the launcher stops every rank when one fails (torchrun: when a rank dies)",
+        "remedy": "find the rank that failed first in the launcher's log (torchrun names it and its exit "
+                  "code) and read its output; --max-restarts 0 keeps torchrun from starting the job again",
+    })
+    consistency.remedy = "; ".join(dict.fromkeys(str(p["remedy"]) for p in problems if p.get("remedy")))
+
+
 def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, stop: list[int],
                  progress: Progress | None,
                  on_merged: Callable[[Sequence[Source], Report, Sequence[int]], None] | None,
@@ -217,10 +241,7 @@ def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, 
         consistency.message += "; unreadable reports from " + ", ".join(
             f"rank {r} ({e})" for r, e in sorted(got.bad.items()))
     if stop:
-        consistency.status = Status.FAIL
-        consistency.message = (f"stopped (SIGTERM) after {gather_ms / 1000:.1f}s of waiting, with "
-                               f"{len(got.sources)} of {world} reports; " + consistency.message)
-        consistency.details["stopped_by"] = "SIGTERM"
+        mark_stopped(consistency, gather_ms / 1000, len(got.sources), world)
     try:
         store.set("done", "1")
     except Exception:  # the launcher may be tearing the store down

@@ -21,10 +21,15 @@ from .._envvars import TOGGLE_VAR, toggle_meaning
 from .._torchfacts import Phase, installed_torch_version, nccl_builds, phase_for_version, release_of
 from ._model import level_index
 
-__all__ = ["NO_GPU_WHY", "Facts", "Options"]
+__all__ = ["BEFORE_TORCH_WHY", "NEEDS_TORCH", "NO_GPU_WHY", "Facts", "Options"]
 
 # Why the job is judged as gloo on a node without a GPU; the fact itself is gpu-binding's.
 NO_GPU_WHY = "no GPU here, see gpu-binding"
+# What a check that needs torch says when a static run checks a node or an image before torch
+# is installed (the header says once that torch is missing).
+NEEDS_TORCH = "needs torch"
+BEFORE_TORCH_WHY = ("no torch in this Python: a check of this node or image before torch is installed, so the "
+                    "checks that need torch skip; --backend nccl judges the job (and fails without torch)")
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,8 @@ class Facts:
         if named:
             impl = named.rsplit(":", 1)[-1] if ":" in named else named
             return impl, f"--backend {self.options.backend}"
+        if self.before_torch:
+            return None, BEFORE_TORCH_WHY
         gpus = self.gpu_count
         res = self.nccl_resolution
         if gpus == 0 or (res is not None and res.implementation is None):
@@ -221,6 +228,22 @@ class Facts:
         if res is None:
             return None, "torch is not installed"
         return res.implementation, res.reason
+
+    @property
+    def before_torch(self) -> bool:
+        """A static run without torch and without --backend: a check of a node or an image
+        before torch is installed, where the checks that need torch skip instead of failing."""
+        return self.torch_version is None and self.options.level == "static" and not self.options.backend
+
+    @property
+    def no_gpu_here(self) -> bool:
+        """gloo only because this node has no GPU (a login node): the header says so once."""
+        return self.job_backend[1] == NO_GPU_WHY
+
+    def backend_label(self, impl: str) -> str:
+        """``impl`` with why the job gets it, unless the header already says (no GPU here)."""
+        why = self.job_backend[1]
+        return impl if not why or why == NO_GPU_WHY else f"{impl} ({why})"
 
     # -- libraries ----------------------------------------------------------------------
     @cached_property

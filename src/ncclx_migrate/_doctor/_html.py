@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._htmlpage import count, esc, page, rank_text, write_atomic
-from ._merge import FINGERPRINT, Source, who
+from ._merge import FINGERPRINT, Source, _fmt_pair, everyone, who
 from ._model import CheckResult, Report, Status
 
 CLUSTER_ID = "cluster-consistency"
@@ -45,6 +45,7 @@ def _label(members: Sequence[Source]) -> tuple[str, str]:
 def _agreement(source: Source, consistency: CheckResult) -> tuple[str, str, str]:
     """This report's cell of the cluster-consistency column: where it differs from the majority."""
     severity = {f"{cid}.{key}": status for _, _, cid, key, status in FINGERPRINT}
+    verb = {f"{cid}.{key}": one for one, _, cid, key, _ in FINGERPRINT}
     odd: list[tuple[Status, str]] = []
     for d in consistency.details.get("divergent") or []:
         if not isinstance(d, dict) or not isinstance(d.get("fact"), str):
@@ -53,9 +54,10 @@ def _agreement(source: Source, consistency: CheckResult) -> tuple[str, str, str]
         check = source.report.get(cid)
         if check is None or key not in check.details:
             continue
-        mine, theirs = json.dumps(check.details[key], sort_keys=True), json.dumps(d.get("majority"), sort_keys=True)
-        if mine != theirs:
-            odd.append((severity.get(d["fact"], Status.WARN), f"{d['fact']} is {mine} (the majority {theirs})"))
+        if json.dumps(check.details[key], sort_keys=True) != json.dumps(d.get("majority"), sort_keys=True):
+            mine, theirs = _fmt_pair(check.details[key], d.get("majority"))  # as the text output shows them
+            odd.append((severity.get(d["fact"], Status.WARN),
+                        f"{verb.get(d['fact'], d['fact'] + ' is')} {mine} (the others {theirs})"))
     if not odd:
         return Status.OK.value, "agrees with the majority", ""
     worst = min(odd, key=lambda t: _ORDER.index(t[0]))[0]
@@ -80,7 +82,10 @@ def _verdict(summary: Report, ids: list[str],
                 same.setdefault(sig[j][:2], []).extend(members)
         hits = sorted(same.items(), key=lambda kv: (_ORDER.index(Status(kv[0][0])), len(kv[1])))
         if len(hits) == 1 and len(hits[0][1]) == sum(len(m) for _, m in rows):
-            lines.append((_ORDER.index(c.status), f"{c.id}: {_clip(hits[0][0][1])} (all {len(hits[0][1]):,})"))
+            members = hits[0][1]
+            noun = "rank" if all(m.report.rank is not None for m in members) else "report"
+            lines.append((_ORDER.index(c.status),
+                          f"{c.id}: {_clip(hits[0][0][1])} {everyone(len(members), len(members), noun)}"))
         else:
             parts = [f"{st} on {_label(m)[0]}: {_clip(msg, 300)}" for (st, msg), m in hits[:4]]
             if len(hits) > 4:
@@ -193,12 +198,18 @@ def _divergent(summary: Report) -> str:
     if not isinstance(facts, list) or not facts:
         return ""
     out = ['<section class="block" id="divergent"><h2>Values that differ between ranks</h2>']
+    verbs = {f"{cid}.{key}": (one, many) for one, many, cid, key, _ in FINGERPRINT}
     for fact in facts:
         minority = fact.get("minority") or []
-        rows = "".join(f"<tr><td>{esc(json.dumps(m.get('value')))}</td><td>{esc(str(m.get('who')))}</td></tr>"
+        majority = fact.get("majority")
+        # Values as the text output shows them (unset, not null; a variable set as NAME=value).
+        rows = "".join(f"<tr><td>{esc(_fmt_pair(m.get('value'), majority)[0])}</td><td>{esc(str(m.get('who')))}</td></tr>"
                        for m in minority)
-        out.append(f"<details><summary>{esc(str(fact.get('fact')))}: {esc(json.dumps(fact.get('majority')))} on "
-                   f"{esc(count(int(fact.get('majority_count') or 0), 'report'))}; "
+        n = int(fact.get("majority_count") or 0)
+        one, many = verbs.get(str(fact.get("fact")), (f"{fact.get('fact')} is", f"{fact.get('fact')} are"))
+        shown = (", ".join(f"{k}={v}" for k, v in sorted(majority.items())) or "nothing set"
+                 if isinstance(majority, dict) else _fmt_pair(majority, majority)[0])
+        out.append(f"<details><summary>{esc(count(n, 'report'))} {esc(one if n == 1 else many)} {esc(shown)}; "
                    f"{esc(count(len(minority), 'other value'))}</summary>"
                    f"<table><thead><tr><th>value</th><th>held by</th></tr></thead><tbody>{rows}</tbody></table>"
                    "</details>")

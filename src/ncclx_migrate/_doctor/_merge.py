@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._words import count
 from ._model import CheckResult, Report, ReportError, Status
 
 __all__ = ["FINGERPRINT", "Source", "compare", "load_reports", "merge_reports", "ranges", "who"]
@@ -211,10 +212,12 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
     }
     n = len(sources)
     if not findings:
-        what = f"{n} rank(s)" if reported else f"{n} report(s)"
+        what = f"{count(n, 'rank' if reported else 'report')} on {count(len(details['hosts']), 'host')}"
+        if n == 1:
+            return CheckResult("cluster-consistency", Status.OK, f"{what}: nothing to compare it with", "", details)
         return CheckResult("cluster-consistency", Status.OK,
-                           f"{what} on {len(details['hosts'])} host(s) agree on torch, NCCL, backend, toggles "
-                           "and flight-recorder settings", "", details)
+                           f"{what} agree on torch, NCCL, backend, toggles and flight-recorder settings", "",
+                           details)
     status = _worst(s for s, _ in findings)
     findings.sort(key=lambda t: _ORDER.index(t[0]))
     problems.sort(key=lambda t: _ORDER.index(t[0]))
@@ -228,7 +231,19 @@ def compare(sources: Sequence[Source], expected_ranks: Sequence[int] = (), timeo
                        details)
 
 
-def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
+def everyone(n: int, expected: int, noun: str) -> str:
+    """How many inputs a merged check that is the same everywhere covers, as its message ends:
+    "(all 3 ranks)", "(1 rank)", or "(2 of 3 ranks; the rest did not report)"."""
+    if n < expected:
+        return f"({n:,} of {count(expected, noun)}; the rest did not report)"
+    return f"(all {count(n, noun)})" if n > 1 else f"({count(n, noun)})"
+
+
+# Matches what everyone() appends (the text output puts it on the check's heading).
+EVERYONE_RE = r" \((all [\d,]+ (ranks|reports)|1 (rank|report)|[\d,]+ of [\d,]+ (ranks|reports); the rest did not report)\)$"
+
+
+def _merge_check(cid: str, sources: Sequence[Source], expected: int = 0) -> CheckResult:
     groups: dict[tuple[Status, str], list[Source]] = defaultdict(list)
     remedies: dict[tuple[Status, str], str] = {}
     for s in sources:
@@ -240,14 +255,15 @@ def _merge_check(cid: str, sources: Sequence[Source]) -> CheckResult:
     status = _worst(k[0] for k in groups)
     if len(groups) == 1:
         (st, msg), members = next(iter(groups.items()))
-        noun = "ranks" if all(m.report.rank is not None for m in members) else "reports"
+        noun = "rank" if all(m.report.rank is not None for m in members) else "report"
         details: dict[str, Any] = {"groups": [{"status": st.value, "who": who(members), "label": label(members),
                                                "count": len(members), "message": msg,
                                                "remedy": remedies[(st, msg)]}]}
         first = members[0].report.get(cid)
         if first is not None and "problems" in first.details:  # the same problems everywhere: one bullet each
             details["problems"] = first.details["problems"]
-        return CheckResult(cid, st, f"{msg} (all {len(members)} {noun})", remedies[(st, msg)], details)
+        return CheckResult(cid, st, f"{msg} {everyone(len(members), max(expected, len(members)), noun)}",
+                           remedies[(st, msg)], details)
     ordered = sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0][0]), -len(kv[1])))
     parts = [f"{st.value} on {who(members)}: {msg}" for (st, msg), members in ordered]
     remedy = "; ".join(dict.fromkeys(remedies[k] for k, _ in ordered if remedies[k] and k[0] is not Status.OK))
@@ -263,13 +279,28 @@ def merge_reports(sources: Sequence[Source], level: str = "merge", expected_rank
         for c in s.report.checks:
             if c.id not in ids and c.id != "cluster-consistency":
                 ids.append(c.id)
-    checks = [_merge_check(cid, sources) for cid in ids]
+    checks = [_merge_check(cid, sources, len(expected_ranks)) for cid in ids]
     checks.append(compare(sources, expected_ranks, timeout))
     torches = Counter(s.report.torch for s in sources)
     torch = torches.most_common(1)[0][0] if torches else None
     import socket
 
-    return Report(level=level, host=host or socket.gethostname(), rank=rank, torch=torch, checks=checks)
+    backend, why = _judged(sources)
+    return Report(level=level, host=host or socket.gethostname(), rank=rank, torch=torch, checks=checks,
+                  backend=backend, backend_why=why)
+
+
+def _judged(sources: Sequence[Source]) -> tuple[str | None, str]:
+    """The backend the merged reports were judged as, for the header every level prints: the
+    one they share, else the most common with how many reports it covers (none when a report
+    does not say: one written before reports carried it)."""
+    judged = Counter((s.report.backend, s.report.backend_why) for s in sources)
+    if not judged or any(s.report.backend is None for s in sources):
+        return None, ""
+    (backend, why), n = judged.most_common(1)[0]
+    if n == len(sources):
+        return backend, why
+    return backend, f"{why} (on {n:,} of {count(len(sources), 'report')}; the others differ, see each check)"
 
 
 def load_reports(paths: Sequence[str]) -> list[Source]:

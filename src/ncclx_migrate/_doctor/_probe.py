@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._words import count
 from ._facts import NO_GPU_WHY, Facts
 from ._model import CheckResult, Status
 
@@ -67,7 +68,7 @@ def _plan(f: Facts) -> tuple[str, int, str]:
     if named:
         return named, (min(gpus, MAX_GPU_RANKS) or 1) if "gloo" not in named else 2, f"--backend {named}"
     if gpus > 0 and f.build is not None and f.build.nccl_available:
-        return "nccl", min(gpus, MAX_GPU_RANKS), f"{gpus} GPU(s) visible"
+        return "nccl", min(gpus, MAX_GPU_RANKS), f"{count(gpus, 'GPU')} visible"
     return "gloo", 2, NO_GPU_WHY if gpus == 0 else "this torch has no NCCL"
 
 
@@ -98,7 +99,7 @@ def _launch(backend: str, world: int, timeout: float, workdir: Path, env: dict[s
             stage = stage_file.read_text(encoding="utf-8") or "starting"
         except OSError:
             stage = "starting"
-        progress(f"probe: {world} rank{'s' if world > 1 else ''}, {stage}...")
+        progress(f"probe: {count(world, 'rank')}, {stage}...")
 
     try:
         # import time on top of the collective timeout
@@ -138,12 +139,12 @@ def run_probe(f: Facts) -> CheckResult:
     r0 = results.get(0, {})
     details: dict[str, Any] = {"backend": backend, "world_size": world, "why": why, "ranks": results}
     broken = {r: res["error"] for r, res in sorted(results.items()) if "error" in res}
-    label = f'init_process_group("{backend}") x{world} ({why})'
+    label = f'init_process_group("{backend}") x{world}' + ("" if why == NO_GPU_WHY else f" ({why})")
     if broken:
         first = next(iter(broken.items()))
         return CheckResult(
             cid, Status.FAIL, f"{label}: rank {first[0]}: {first[1]}"
-            + (f" (and {len(broken) - 1} more rank(s))" if len(broken) > 1 else ""),
+            + (f" (and {count(len(broken) - 1, 'more rank')})" if len(broken) > 1 else ""),
             _failure_remedy(f, backend, timeout, list(broken.values())), details,
         )
     impl = str(r0.get("impl", backend))

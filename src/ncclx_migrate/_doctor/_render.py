@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ._merge import EVERYONE_RE
 from ._model import CheckResult, Report, Status
 
 __all__ = ["Progress", "render", "terminal_width"]
@@ -96,13 +97,18 @@ def header_text(report: Report) -> str:
 
 
 def header_lines(report: Report, width: int) -> list[str]:
-    return [header_text(report)] + (_wrap(backend_text(report), width, "", "  ") if report.backend else [])
+    from ._facts import BEFORE_TORCH_WHY
+
+    judged = report.backend or report.backend_why == BEFORE_TORCH_WHY
+    return [header_text(report)] + (_wrap(backend_text(report), width, "", "  ") if judged else [])
 
 
 def backend_text(report: Report) -> str:
     """Which backend the checks judged and why; on a node without a GPU, how to judge the GPU job."""
     from ._facts import NO_GPU_WHY
 
+    if report.backend is None:
+        return report.backend_why
     if report.backend_why == NO_GPU_WHY:
         return (f"judged as a {report.backend} job: this node has no GPU (see gpu-binding); "
                 "judge the GPU job with --backend nccl")
@@ -122,7 +128,7 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     else:
         title = _title(c.id)
         # A merged check that is the same everywhere says so once, on its heading.
-        everyone = re.search(r" \(all [\d,]+ (ranks|reports)\)$", c.message)
+        everyone = re.search(EVERYONE_RE, c.message)
         if everyone and not any(everyone.group(0) in finding for finding, _ in problems):
             title += everyone.group(0)
         out = _wrap(title, width, lead, col)

@@ -145,7 +145,7 @@ def _columns(per_rank: dict[int, dict[str, Any]], first: int | None) -> list[int
     top = max([*enq, first or 0], default=0)
     if top == 0:
         return []
-    hi = top + 1  # one column past the frontier: what nobody enqueued
+    hi = top  # no column for a collective no rank reached: it would be empty
     lo = max(1, min([*(d + 1 for d in done), first or hi]) - 3)
     if hi - lo + 1 > _MAX_COLS:
         lo = hi - _MAX_COLS + 1
@@ -311,13 +311,16 @@ legend(document.getElementById("legend"),DATA.legend);
 function entryRows(ids){
   if(!ids.length)return '<p class="hint">No entries for this rank in this group.</p>';
   const h=['<table><thead><tr><th>seq (newest first)</th><th>op</th><th>state</th><th>input sizes</th><th>input dtypes</th><th>output sizes</th><th>output dtypes</th><th>stack (your code first, innermost first)</th></tr></thead><tbody>'];
-  const stack=e=>{const mine=e[7].map(i=>esc(S[i])).join("<br>"),n=e[8].length;
+  // A frame breaks at spaces and after a "/" inside a path, never inside "file.py:123".
+  const frame=s=>{const m=/^(.*?)([^\/\s]*:\d+)$/.exec(s);const head=m?m[1]:s;
+    return esc(head).replace(/(\S)\//g,"$1/<wbr>")+(m?`<span class="loc">${esc(m[2])}</span>`:"")};
+  const stack=e=>{const mine=e[7].map(i=>frame(S[i])).join("<br>"),n=e[8].length;
     if(!mine&&!n)return '<span class="hint">no stack traces in the dump</span>';
-    return mine+(n?`<details class="torch"><summary>${n} torch frame${n>1?"s":""}</summary>${e[8].map(i=>esc(S[i])).join("<br>")}</details>`:"")};
+    return mine+(n?`<details class="torch"><summary>${n} torch frame${n>1?"s":""}</summary>${e[8].map(i=>frame(S[i])).join("<br>")}</details>`:"")};
   for(const id of ids.slice().reverse()){const e=E[id];
     h.push(`<tr><td>#${esc(e[0])}</td><td>${esc(S[e[1]])}</td><td><span class="tag ${esc(e[9])}">${esc(S[e[2]])}</span></td>`+
       `<td class="mono">${esc(S[e[3]])}</td><td class="mono">${esc(S[e[4]])}</td><td class="mono">${esc(S[e[5]])}</td><td class="mono">${esc(S[e[6]])}</td>`+
-      `<td class="mono">${stack(e)}</td></tr>`)}
+      `<td class="mono stack">${stack(e)}</td></tr>`)}
   h.push("</tbody></table>");return h.join("")}
 DATA.groups.forEach((g,gi)=>{
   if(!g.cols.length)return;
@@ -379,13 +382,15 @@ def render_page(report: dict[str, Any]) -> str:
         culprit = g.get("culprit_ranks") or []
         tag = f' <span class="tag culprit">culprit {esc(rank_text(culprit))}</span>' if culprit else ""
         glines = _group_lines(g) or ["every collective that any rank enqueued completed on all ranks with dumps"]
+        if len(groups) == 1 and all(x in lines for x in glines):
+            glines = []  # the verdict above says it all already: not twice
         hidden = (f"<p class=\"hint\">{d['hidden']:,} more rows not drawn (no culprit or mismatch in them); "
                   "find their ranks by number.</p>") if d["hidden"] else ""
         grid = (f'<div class="grid" id="grid-{gi}"></div>' if d["cols"]
                 else f'<div class="grid" id="grid-{gi}"><p class="hint">no collectives recorded</p></div>')
         body.append(
             f'<section class="block" id="group-{gi}"><h2>{esc(head)}{tag}</h2>'
-            f'<p class="lines">{"<br>".join(esc(x) for x in glines)}</p>'
+            + (f'<p class="lines">{"<br>".join(esc(x) for x in glines)}</p>' if glines else "") +
             f'<form id="find-{gi}" class="find">show rank <input type="number" min="0" size="7">'
             f' <button type="submit">show</button><span class="msg"></span></form>{hidden}'
             f'<div class="pair">{grid}'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._words import count
 from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
 from ._frames import is_user
 from ._ranges import ranges
@@ -87,7 +88,7 @@ def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
     mine, folded = user_first(inc.frames)
     if mine:
         chain = ", from ".join(_frame_text(f) for f in mine)
-        more = f" (+{folded} torch frame{'s' if folded != 1 else ''})" if folded else ""
+        more = f" (+{count(folded, 'torch frame')})" if folded else ""
         lines.append(f"  the waiting ranks called it from {chain}{more}")
     return lines
 
@@ -121,7 +122,7 @@ def render_human(diag: Diagnosis) -> str:
     versions = sorted({d.version for d in ds.dumps.values()})
     fmts = sorted({d.fmt for d in ds.dumps.values()})
     out = [
-        f"{len(ds.dumps)} dump(s) from {_span(ranks)} in {ds.folder} (prefix {ds.prefix!r}; "
+        f"{count(len(ds.dumps), 'dump')} from {_span(ranks)} in {ds.folder} (prefix {ds.prefix!r}; "
         f"recorder {recs}; format {', '.join(versions)} {'/'.join(fmts)})"
     ]
     out += [f"repaired: {r}" for r in ds.repairs]

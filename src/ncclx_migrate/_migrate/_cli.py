@@ -1,8 +1,9 @@
-"""``ncclx migrate``, ``ncclx rules``, ``ncclx explain``: thin click layers over the library."""
+"""``ncclx migrate``: a thin click layer over the library (``rules`` and ``explain``: _docs_cli)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 import click
@@ -12,7 +13,7 @@ from . import _baseline, _config, _runner
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, read_source, render
-from ._rules import RULES, get_rule, rule_doc
+from ._rules import RULES
 from ._runner import (
     Mode,
     Outcome,
@@ -25,7 +26,7 @@ from ._runner import (
 )
 from ._target import detect_target, parse_target
 
-__all__ = ["explain", "migrate", "rules"]
+__all__ = ["migrate"]
 
 
 def _prefixes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -94,7 +95,12 @@ def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
 @click.option("--select", multiple=True, metavar="CODES", help="Only these rule-code prefixes (comma-separated, repeatable).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule-code prefixes.")
 @click.option("--target-torch", metavar="X.Y", help="Oldest torch the code must still run on (default: detected, else 2.15).")
-@click.option("--use-shim", is_flag=True, help="Rewrite to ncclx_migrate.backend helpers instead of plain torch.")
+@click.option("--use-shim", is_flag=True,
+              help="Five fixes use ncclx_migrate.backend helpers instead of plain torch: isinstance(x, "
+                   "ProcessGroupNCCL) -> is_nccl(x), a backend's NCCL versions -> runtime_nccl_version() / "
+                   "build_nccl_version(), _set_default_timeout -> set_timeout(), _group_start/_group_end -> "
+                   "coalescing(), and C++ casts -> ncclx::is_nccl / comm_ptr. Every other fix (get_backend() == "
+                   "\"nccl\" too) is the same with or without it.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count; at most 2 per CPU and 1 per file).")
@@ -150,8 +156,6 @@ def migrate(
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
-            import os
-
             rel = os.path.relpath(source)  # as the user would name it, when under the working directory
             shown = source if rel.startswith("..") else rel
             click.echo(f"ncclx migrate: target torch {target[0]}.{target[1]} (from {shown})", err=True)
@@ -171,6 +175,10 @@ def migrate(
     view = TextView(write=write, diff=diff, unsafe=options.apply_unsafe, color=color, show_source=show_source)
     if paths == ("-",):
         sys.exit(_stdin(stdin_filename, options, mode, fmt, view, baseline, update_baseline))
+    # A path that does not exist is a usage error (stderr, exit 2), not a file scanned with
+    # an error in the report: the report covers the paths that do exist.
+    missing = [p for p in paths if not os.path.lexists(p)]
+    paths = tuple(p for p in paths if p not in missing)
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
@@ -183,7 +191,8 @@ def migrate(
     for line in dict.fromkeys([*(n for o in report.outcomes for n in o.config), *_config.drain()]):
         click.echo(line, err=True)  # each worker reads a config file once: said once
     _warn(report.outcomes)
-    unchecked = [] if ignore_unknown else _unchecked(paths, report.outcomes)
+    unchecked = [f"{p}: no such file or directory" for p in missing]
+    unchecked += [] if ignore_unknown else _unchecked(paths, report.outcomes)
     scanned = [o.result.path for o in report.outcomes if o.scanned and not o.result.error]
     comparison = None
     if unchecked and not report.files_scanned and not any(r.error for r in results):
@@ -223,8 +232,6 @@ def _warn(outcomes: list[Outcome]) -> None:
 
 def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     """A line per command-line path that holds nothing a scanner reads: never silently 0 files."""
-    import os
-
     scanned = [o.result.path for o in outcomes if o.scanned or o.result.error]
     out = []
     for p in paths:
@@ -287,50 +294,3 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
     else:
         click.echo(render(fmt, report.results, 1, view=view, baseline=c), nl=False, color=view.color)
     return _exit_code(report.results, mode, c)
-
-
-@click.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules(fmt: str) -> None:
-    """List every rule: code, fix kind, torch versions it concerns, summary."""
-    if fmt == "json":
-        import json
-
-        click.echo(json.dumps([
-            {"code": r.code, "name": r.name, "summary": r.summary, "fix": [k.value for k in r.fixes],
-             "torch": r.torch, "files": r.files}
-            for r in RULES
-        ], indent=2))
-        return
-    width = max(len(r.fix_label) for r in RULES)
-    for r in RULES:
-        click.echo(f"{r.code}  {r.fix_label:<{width}}  torch {r.torch:<16}  {r.summary}")
-
-
-# Wider lines are hard to read, however wide the terminal.
-_EXPLAIN_MAX_WIDTH = 100
-
-
-@click.command()
-@click.argument("code")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default=None,
-              help="text: laid out for a terminal; markdown: the source. Default: text on a terminal, "
-                   "markdown in a pipe.")
-def explain(code: str, fmt: str | None) -> None:
-    """Print a rule's full documentation (why, fix, evidence)."""
-    rule = get_rule(code)
-    if rule is None:
-        raise click.UsageError(f"unknown rule code {code!r}; `ncclx rules` lists them")
-    doc = rule_doc(rule.code)
-    if doc is None:
-        raise click.UsageError(f"{rule.code} has no documentation file ({rule.doc_path}); this is a packaging bug")
-    if (fmt or ("text" if sys.stdout.isatty() else "markdown")) == "markdown":
-        click.echo(doc.rstrip("\n"))
-        return
-    import shutil
-
-    from ._mdterm import render_markdown
-
-    width = min(shutil.get_terminal_size().columns, _EXPLAIN_MAX_WIDTH)
-    color = use_color(sys.stdout)
-    click.echo(render_markdown(doc, width, color), nl=False, color=color)

@@ -6,18 +6,12 @@ return a :class:`FileResult`; the runner, reporters and CLI only see these types
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
+from ._fixkind import FixKind
 from ._xref import Helpers
 
 __all__ = ["CellPosition", "FileResult", "Finding", "FixKind", "Options", "is_selected"]
-
-
-class FixKind(enum.Enum):
-    SAFE = "safe"  # behaviour unchanged on every torch from --target-torch on
-    UNSAFE = "unsafe"  # changes behaviour; applied only with --unsafe-fixes
-    NONE = "none"  # flag only
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .. import __version__
+from .._words import count
 from ._model import FileResult, Finding, FixKind
 from ._rules import RULES, rule_doc_uri
 
@@ -74,10 +75,6 @@ class TextView:
     show_source: bool = False  # ruff's code frame under each finding
     # The text a finding's position points into (the file on disk unless told otherwise).
     read: Callable[[str], str | None] = field(default=read_source, compare=False)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class _Style:
@@ -144,12 +141,12 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
     ``fine``, the findings of files that had no error: another run fails the same way);
     ``new``: "new " against a baseline."""
     if not findings and not n_errors:
-        return f"No {new}findings in {_plural(files_scanned, 'file')}."
+        return f"No {new}findings in {count(files_scanned, 'file')}."
     left = [f for f in findings if not f.applied]
     fixed = len(findings) - len(left)
     safe = sum(1 for f in fine if not f.applied and f.fix is FixKind.SAFE)
     unsafe = sum(1 for f in fine if not f.applied and f.fix is FixKind.UNSAFE)
-    out = f"Found {_plural(len(findings), new + 'finding')} in {_plural(files_scanned, 'file')}"
+    out = f"Found {count(len(findings), new + 'finding')} in {count(files_scanned, 'file')}"
     hint = ""
     if view.write:
         out += f" ({fixed} fixed, {len(left)} left)."
@@ -160,7 +157,7 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         out += "."
     if not (view.write or view.diff):
         # ruff's hint, on a line of its own: unsafe fixes are "hidden" (no tag on their lines).
-        hidden = f"{unsafe} hidden fix{'' if unsafe == 1 else 'es'} can be enabled with --write --unsafe-fixes"
+        hidden = f"{count(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with --write --unsafe-fixes"
         if safe:
             hint = f"[*] {safe} fixable with --write" + (f" ({hidden})." if unsafe else ".")
         elif unsafe:
@@ -173,7 +170,7 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         if unsafe and not view.unsafe:
             out += f" {unsafe} more with --unsafe-fixes."
     if n_errors:
-        out += f" {_plural(n_errors, 'file')} could not be processed."
+        out += f" {count(n_errors, 'file')} could not be processed."
     return out + (f"\n{hint}" if hint else "")
 
 
@@ -224,9 +221,9 @@ def _baseline_summary(c: Comparison) -> str:
     """The one line about the baseline: what it holds back, and what is fixed since."""
     name = c.baseline.path
     if c.written:
-        return (f"Wrote {name}: {_plural(c.new, 'finding')} added, {c.unchanged} kept, "
+        return (f"Wrote {name}: {count(c.new, 'finding')} added, {c.unchanged} kept, "
                 f"{len(c.absent)} fixed and dropped.")
-    out = f"{_plural(c.unchanged, 'finding')} in the baseline ({name}) not shown"
+    out = f"{count(c.unchanged, 'finding')} in the baseline ({name}) not shown"
     if c.absent:
         out += f"; {len(c.absent)} of its entries fixed: --update-baseline drops them"
     return out + "."

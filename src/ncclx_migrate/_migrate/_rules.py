@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ._model import FixKind
+from ._fixkind import FixKind
 
 __all__ = [
     "ROLLBACK_CODES",

@@ -24,29 +24,16 @@ __all__ = ["LEGACY_NAME", "install_legacy_shim", "register_nccl_legacy"]
 
 LEGACY_NAME = "nccl-legacy"
 _KEY = LEGACY_NAME.upper()
-_MIGRATE = (
-    'Migrate: use backend="nccl" (nccl2) and fix what needed legacy; `ncclx migrate` flags it '
-    "(several GPUs per process, deferred communicator creation, legacy-only APIs)."
-)
 
 
 def _message(kind: str) -> str:
     major, minor = torch_version()
     here = f"torch {major}.{minor}"
     if kind == "torch":
-        return (
-            f'backend "{LEGACY_NAME}" builds the legacy ProcessGroupNCCL: {here}\'s rollback '
-            f"name, announced for 2.15 only. {_MIGRATE}"
-        )
+        return f'"{LEGACY_NAME}" is {here}\'s rollback name, announced for 2.15 only: use "nccl"'
     if kind == "legacy":
-        return (
-            f'backend "{LEGACY_NAME}" does not exist in {here}; ncclx_migrate maps it to the '
-            f"legacy ProcessGroupNCCL (what \"nccl\" builds there). {_MIGRATE}"
-        )
-    return (
-        f'backend "{LEGACY_NAME}" no longer exists in {here}: the legacy ProcessGroupNCCL is '
-        f'gone, so ncclx_migrate maps it to nccl2. {_MIGRATE}'
-    )
+        return f'"{LEGACY_NAME}" is not in {here}; ncclx_migrate maps it to legacy NCCL: use "nccl"'
+    return f'"{LEGACY_NAME}" is gone in {here}; ncclx_migrate maps it to nccl2: use "nccl"'
 
 
 def _wrap(creator: Callable[..., Any], kind: str) -> Callable[..., Any]:

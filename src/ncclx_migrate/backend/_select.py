@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .._warnings import warn_legacy
+from .._warnings import clipped, warn_legacy
 from ._legacy import install_legacy_shim
 from ._torch import c10d, torch_version
 
@@ -70,6 +70,16 @@ def _register_directly(mod: Any) -> None:
         self_recording.discard(backend.NCCL)
 
 
+OVERRIDDEN = f'{_TOGGLE}=0 is overridden by use_nccl2(): "nccl" is nccl2 here; unset it'
+
+
+def no_nccl2_message(major: int, minor: int, require: str) -> str:
+    """NCX103 from use_nccl2() on a torch without nccl2, NCCLX_REQUIRE_NCCL2 at ``require``."""
+    # A "true"/"yes" that silently falls back would defeat the variable: say it did not apply.
+    why = f'{_REQUIRE}={clipped(require, 8)} is not "1"' if require not in ("", "0") else f"{_REQUIRE}=1 fails instead"
+    return f"torch {major}.{minor} has no nccl2: upgrade to 2.14+ ({why})"
+
+
 def use_nccl2() -> str:
     """Make ``backend="nccl"`` build ``ProcessGroupNCCL2`` whatever ``TORCH_DIST_USE_NCCL2`` says.
 
@@ -93,15 +103,7 @@ def use_nccl2() -> str:
                 f"torch {major}.{minor} has no nccl2 and {_REQUIRE}=1 requires it: "
                 "upgrade to torch 2.14 or later, or unset NCCLX_REQUIRE_NCCL2 to run the legacy backend"
             )
-        # A "true"/"yes" that silently falls back would defeat the variable: say it did not apply.
-        ignored = f' ({_REQUIRE}={require!r} is not "1", so it does not apply)' if require not in ("", "0") else ""
-        warn_legacy(
-            "NCX103",
-            f'torch {major}.{minor} has no nccl2, so "nccl" builds the legacy ProcessGroupNCCL. '
-            "Migrate: upgrade to torch 2.14+ (use_nccl2() then selects nccl2), or set "
-            f"{_REQUIRE}=1 to fail instead of falling back.{ignored}",
-            key="use_nccl2:no-nccl2",
-        )
+        warn_legacy("NCX103", no_nccl2_message(major, minor, require), key="use_nccl2:no-nccl2")
         return "legacy"
     current = nccl_creator()
     if current == "nccl2":
@@ -114,12 +116,7 @@ def use_nccl2() -> str:
             "ncclx_migrate.backend.use_nccl2() before the first process group"
         )
     if os.environ.get(_TOGGLE) == "0":
-        warn_legacy(
-            "NCX101",
-            f'{_TOGGLE}=0 is overridden by use_nccl2(): "nccl" builds nccl2 in this process. '
-            f"Migrate: unset {_TOGGLE}; to keep legacy for one group use backend=\"nccl-legacy\".",
-            key="use_nccl2:toggle-overridden",
-        )
+        warn_legacy("NCX101", OVERRIDDEN, key="use_nccl2:toggle-overridden")
     _register_nccl_as_nccl2(mod)
     if nccl_creator() != "nccl2":
         # A torch whose registrar no longer reads the toggle: register torch's creator ourselves.

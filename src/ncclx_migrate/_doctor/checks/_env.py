@@ -16,6 +16,7 @@ from ..._envvars import (
     env_findings,
 )
 from ..._fr._env import ENV_VAR as HANG_DUMP_VAR
+from ..._torchfacts import legacy_can_run, release_of
 from .._facts import Facts
 from .._model import CheckResult, Status
 
@@ -25,14 +26,20 @@ COMPARED_ELSEWHERE = frozenset(
 )
 
 
-def _remedy(row: EnvVar) -> str:
+def _remedy(row: EnvVar, release: tuple[int, int] | None) -> str:
+    """The fix, for the release the job is judged on (--target-torch, else the installed one)."""
+    gone = None if release is None or legacy_can_run(release) else release_of(release)
     if row.kind is EnvKind.DEPRECATED and row.replacement:
-        return f"add {row.replacement} next to {row.name} (keep the old name while legacy can run)"
+        if gone is None:
+            return f"add {row.replacement} next to {row.name} (keep the old name while legacy can run)"
+        return f"rename {row.name} to {row.replacement} (torch {gone} has no legacy backend)"
     if row.kind is EnvKind.IGNORED and row.replacement:
         return f"use {row.replacement} under nccl2"
     if row.kind is EnvKind.OBSOLETE:
         return f"delete {row.name}"
-    return f"drop {row.name} once no job runs legacy"
+    if gone is None:
+        return f"drop {row.name} once no job runs legacy"
+    return f"drop {row.name} (torch {gone} has no legacy backend to read it)"
 
 
 def env_vars(f: Facts) -> CheckResult:
@@ -56,7 +63,7 @@ def env_vars(f: Facts) -> CheckResult:
         }.get(row.kind, row.kind.value)
         items.append({
             "name": row.name, "value": value, "kind": row.kind.value, "replacement": row.replacement,
-            "finding": what, "remedy": _remedy(row), "code": row.py_code, "evidence": row.evidence,
+            "finding": what, "remedy": _remedy(row, f.options.target_torch or f.torch_minor), "code": row.py_code, "evidence": row.evidence,
         })
     # The rest of the communication environment, for the cluster comparison (a rank with
     # another NCCL_SOCKET_IFNAME or TORCH_* setting behaves differently from its peers).

@@ -9,6 +9,7 @@ LOCAL_RANK) at group creation and ignores ``torch.cuda.set_device`` (docs/torch-
 from __future__ import annotations
 
 from ... import _torchinfo as ti
+from ..._words import count as counted
 from .._facts import Facts
 from .._model import CheckResult, Status
 
@@ -60,7 +61,7 @@ def gpu_binding(f: Facts) -> CheckResult:
     if count == 0:
         return _no_gpu(f, impl, vis, details)
     nccl_like = impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY, ti.IMPL_LEGACY)
-    msg = f"{count} GPU(s) visible{vis}"
+    msg = f"{counted(count, 'GPU')} visible{vis}"
     if local_rank is not None:
         device = local_rank % count
         msg += f"; LOCAL_RANK={local_rank}"
@@ -76,9 +77,9 @@ def gpu_binding(f: Facts) -> CheckResult:
     if local_world is not None and local_world > count and nccl_like:
         return CheckResult(
             cid, Status.FAIL,
-            msg + f"; LOCAL_WORLD_SIZE={local_world} ranks share {count} GPU(s): NCCL fails with "
+            msg + f"; LOCAL_WORLD_SIZE={local_world} ranks share {counted(count, 'GPU')}: NCCL fails with "
             '"Duplicate GPU detected"',
-            f"start at most {count} rank(s) per node (torchrun --nproc-per-node {count}), or expose one "
+            f"start at most {counted(count, 'rank')} per node (torchrun --nproc-per-node {count}), or expose one "
             "GPU per rank", details,
         )
     if local_rank is not None and local_rank >= count and nccl_like and local_world is None:
@@ -94,7 +95,7 @@ def gpu_binding(f: Facts) -> CheckResult:
             details,
         )
     if local_world is not None and local_world < count:
-        msg += f"; {count - local_world} GPU(s) left idle by LOCAL_WORLD_SIZE={local_world}"
+        msg += f"; {counted(count - local_world, 'GPU')} left idle by LOCAL_WORLD_SIZE={local_world}"
     return CheckResult(cid, Status.OK, msg, "", details)
 
 
@@ -105,6 +106,9 @@ def _no_gpu(f: Facts, impl: str | None, vis: str, details: dict[str, object]) ->
     status = Status.FAIL if f.options.require_gpu else Status.WARN
     where = ("run on a GPU node (check the driver with nvidia-smi, and CUDA_VISIBLE_DEVICES)"
              if f.options.require_gpu or vis else "")
+    if f.before_torch and not f.options.require_gpu:  # a node or image checked before torch
+        return CheckResult(cid, Status.OK, f"no GPU visible{vis}: no job to bind here yet (no torch); "
+                           "--require-gpu makes a missing GPU fail", "", details)
     if impl == ti.IMPL_GLOO and named:
         if not f.options.require_gpu:
             return CheckResult(cid, Status.OK, f"no GPU visible{vis}; gloo needs none", "", details)

@@ -13,7 +13,7 @@ from ..._torchfacts import (
     NCCL_SHRINK_GROW_MIN,
     RCCL_RECONFIGURE_MIN,
 )
-from .._facts import Facts
+from .._facts import NEEDS_TORCH, Facts
 from .._model import CheckResult, Status
 
 V = ti.format_version
@@ -173,7 +173,8 @@ def fast_reconfigure(f: Facts) -> CheckResult:
     shrink = f.environ.get(SHRINK_GROW_VAR)
     details: dict[str, object] = {"shrink_grow": shrink}
     if f.torch_version is None:
-        return CheckResult(cid, Status.SKIP, "torch is not installed", "", details)
+        return CheckResult(cid, Status.SKIP, NEEDS_TORCH if f.before_torch else "torch is not installed", "",
+                           details)
     minor = f.torch_minor
     if minor is not None and minor < (2, 14):
         return CheckResult(cid, Status.SKIP, f"torch {f.torch_version} has no reconfigure API (2.14+)", "", details)
@@ -184,7 +185,7 @@ def fast_reconfigure(f: Facts) -> CheckResult:
         stray = f"; {SHRINK_GROW_VAR} is set but only nccl2 reads it"
     if impl == ti.IMPL_GLOO:
         status = Status.WARN if stray else Status.OK
-        return CheckResult(cid, status, f"gloo ({why}): reconfigure works (full rendezvous; no shrink/grow)"
+        return CheckResult(cid, status, f"{f.backend_label('gloo')}: reconfigure works (full rendezvous; no shrink/grow)"
                            + stray, f"unset {SHRINK_GROW_VAR}" if stray else "", details)
     if impl in (ti.IMPL_LEGACY, ti.IMPL_LAZY):
         name = "the legacy ProcessGroupNCCL" if impl == ti.IMPL_LEGACY else "nccl-lazy"

@@ -16,7 +16,7 @@ from ..._torchfacts import (
     default_timeout_minutes,
     release_of,
 )
-from .._facts import Facts
+from .._facts import NEEDS_TORCH, Facts
 from .._model import CheckResult, Status
 
 EVIDENCE = (
@@ -38,7 +38,8 @@ def default_timeout(f: Facts) -> CheckResult:
     elif f.torch_minor is not None:
         release, where = release_of(f.torch_minor), f"torch {release_of(f.torch_minor)}"
     else:
-        return CheckResult(cid, Status.SKIP, "torch is not installed (give --target-torch X.Y)")
+        return CheckResult(cid, Status.SKIP, f"{NEEDS_TORCH if f.before_torch else 'torch is not installed'} "
+                           "(or give --target-torch X.Y)")
     backend = f.options.backend or "nccl"
     names = [n for n in _names(backend) if n in BACKEND_NAMES]
     details: dict[str, object] = {"release": release, "backend": backend, "evidence": EVIDENCE}

@@ -7,7 +7,7 @@ import sys
 from ... import _torchinfo as ti
 from ..._envvars import TOGGLE_VAR, lookup
 from ..._torchfacts import Phase, phase_for_version
-from .._facts import Facts
+from .._facts import NEEDS_TORCH, Facts
 from .._model import CheckResult, Status
 
 IMPL_CLASS = {
@@ -40,6 +40,8 @@ def torch_version(f: Facts) -> CheckResult:
     cid = "torch-version"
     version = f.torch_version
     if version is None:
+        if f.before_torch:  # the header says what such a run is for
+            return CheckResult(cid, Status.SKIP, f"not in this Python ({sys.executable})")
         return CheckResult(cid, Status.FAIL, "torch is not installed in this Python", INSTALL_REMEDY)
     phase, source = f.phase
     flavor = f.flavor or "unknown"
@@ -85,7 +87,8 @@ def torch_version(f: Facts) -> CheckResult:
 def nccl_resolution(f: Facts) -> CheckResult:
     cid = "nccl-resolution"
     if f.torch_version is None:
-        return CheckResult(cid, Status.SKIP, "torch is not installed", INSTALL_REMEDY)
+        return CheckResult(cid, Status.SKIP, NEEDS_TORCH if f.before_torch else "torch is not installed",
+                           "" if f.before_torch else INSTALL_REMEDY)
     res = f.nccl_resolution
     if res is None:
         return CheckResult(cid, Status.SKIP, "cannot tell what \"nccl\" builds without a torch version")

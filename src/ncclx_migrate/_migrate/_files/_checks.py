@@ -21,6 +21,7 @@ from ..._envvars import (
     Fix,
     drop_allowed,
     drop_blocked,
+    legacy_note,
     lookup,
     toggle_meaning,
 )
@@ -393,7 +394,7 @@ def _row_hit(a: EnvAssign, row: EnvVar, alone: bool, note: str = "", oldest: tup
         short = f"{a.name} is still read by torch {oldest[0]}.{oldest[1]} (supported here): keep it"
         extra = drop_blocked(row, oldest)
     return _Hit(a.name_start, code, a.in_cell + short, kind, edits, a.also_lines,
-                f"{row.why} Evidence: {row.evidence}.{extra}")
+                f"{row.why} Evidence: {row.evidence}.{legacy_note(row, oldest)}{extra}")
 
 
 def _backend_hit(b: BackendUse, options: Options) -> _Hit | None:

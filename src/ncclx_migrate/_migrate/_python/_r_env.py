@@ -24,6 +24,7 @@ from ..._envvars import (
     Fix,
     drop_allowed,
     drop_blocked,
+    legacy_note,
     lookup,
     toggle_meaning,
 )
@@ -396,7 +397,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
     rep = row.replacement
     o = a.options
     msg = f"{row.name} changes meaning under nccl2: see `ncclx explain {code}`"
-    detail = f"{row.why} Evidence: {row.evidence}."
+    detail = f"{row.why} Evidence: {row.evidence}.{legacy_note(row, o.target_torch)}"
     if row.kind is EnvKind.DEPRECATED:
         msg = f"{row.name} is deprecated: add {rep}"
     elif row.kind is EnvKind.IGNORED:
