@@ -21,8 +21,15 @@ CITED_PATH = re.compile(r"(?<![\w/.-])((?:src|tests|docs|scripts|benchmarks|exam
 # Where a repository path in prose is a citation (tests and examples name made-up paths as data).
 PATH_SOURCES = ("README.md", "docs", "src", "scripts", "benchmarks")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+# "NVIDIA/nccl-tests' doc/PERFORMANCE.md": a file of another public project, named with it.
+FOREIGN = re.compile(r"\b[A-Za-z][\w-]*/[\w.-]+'s?\s+$")
 NOTES = re.compile(r"shared/reference|\b(?:nccl2-compat|cpp-extensions|flight-recorder-and-reconfigure"
                    r"|real-world-patterns|field-reports|house-notes)\b")
+
+
+def _skipped(parts: tuple[str, ...]) -> bool:
+    """Build output and environments, not the repository's own files."""
+    return bool(SKIP_DIRS & set(parts)) or any(p.startswith(".venv") or p.endswith(".egg-info") for p in parts)
 
 
 def _files() -> list[Path]:
@@ -34,8 +41,7 @@ def _files() -> list[Path]:
             continue
         for path in top.rglob("*"):
             rel = path.relative_to(ROOT).parts
-            if path.is_file() and path.suffix in TEXT_SUFFIXES and not SKIP_DIRS & set(rel) \
-                    and not any(p.startswith(".venv") for p in rel):
+            if path.is_file() and path.suffix in TEXT_SUFFIXES and not _skipped(rel):
                 out.append(path)
     return out
 
@@ -44,7 +50,7 @@ def _repo_names() -> set[str]:
     names = set()
     for path in ROOT.rglob("*"):
         rel = path.relative_to(ROOT).parts
-        if SKIP_DIRS & set(rel) or any(p.startswith(".venv") for p in rel):
+        if _skipped(rel):
             continue
         names.add(path.name)
     return names
@@ -88,7 +94,8 @@ def test_every_cited_page_and_anchor_exists() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         for n, line in enumerate(text.splitlines(), 1):
             where = f"{path.relative_to(ROOT)}:{n}"
-            targets = [(m.group(1), m.group(2)) for m in CITED_PAGE.finditer(line)]
+            targets = [(m.group(1), m.group(2)) for m in CITED_PAGE.finditer(line)
+                       if not FOREIGN.search(line[:m.start()])]
             if path.suffix == ".md":
                 for link in MD_LINK.findall(line):
                     if not re.match(r"[a-z]+:|#", link):
@@ -102,8 +109,9 @@ def test_every_cited_page_and_anchor_exists() -> None:
                     bad.append(f"{where}: {file} is not in the repository")
                 elif anchor and page.suffix == ".md" and anchor not in _anchors(page):
                     bad.append(f"{where}: {file} has no heading for #{anchor}")
-            for cited in CITED_PATH.findall(line) if not line.lstrip().startswith("$ ") else []:
-                if "*" in cited or "{" in cited:
+            for m in CITED_PATH.finditer(line) if not line.lstrip().startswith("$ ") else []:
+                cited = m.group(1)
+                if "*" in cited or "{" in cited or FOREIGN.search(line[:m.start()]):
                     continue
                 if _resolve(cited, path) is None:
                     bad.append(f"{where}: {cited} is not in the repository")

@@ -32,7 +32,7 @@ COLLECTIVES = ("all_reduce_sum", "all_reduce_max", "all_gather", "reduce_scatter
 DTYPES = ("fp32", "bf16", "int32")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "int32": 4}
 
-# nccl-tests' defaults: -w 5 warm-up iterations, -n 20 timed ones (src/common.cu).
+# nccl-tests' defaults: -w 5 warm-up iterations, -n 20 timed ones (NVIDIA/nccl-tests' src/common.cu).
 WARMUP = 5
 ITERS = 20
 
@@ -44,7 +44,7 @@ CPU_MAX_BYTES = 1 << 20
 
 
 def busbw_factor(collective: str, world: int) -> float:
-    """nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw x factor."""
+    """nccl-tests' bus-bandwidth factor (NVIDIA/nccl-tests' doc/PERFORMANCE.md): busbw = algbw x factor."""
     n = world
     if collective.startswith("all_reduce"):
         return 2 * (n - 1) / n
