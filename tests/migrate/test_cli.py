@@ -285,9 +285,9 @@ def test_jobs_gives_same_result(tmp_path: Path) -> None:
 
 def test_use_shim_rewrites_to_helpers(tmp_path: Path) -> None:
     tree(tmp_path, {"a.py": "from torch.distributed import ProcessGroupNCCL\nok = isinstance(b, ProcessGroupNCCL)\n"})
-    run_ncclx("migrate", "--write", "--unsafe-fixes", "--use-shim", ".", cwd=tmp_path)  # is_nccl: unsafe
+    run_ncclx("migrate", "--write", "--use-shim", ".", cwd=tmp_path)  # is_nccl_backend: a safe fix
     text = (tmp_path / "a.py").read_text()
-    assert "from ncclx_migrate.backend import is_nccl" in text and "ok = is_nccl(b)" in text
+    assert "from ncclx_migrate.backend import is_nccl_backend" in text and "ok = is_nccl_backend(b)" in text
 
 
 def test_progress_not_on_pipe(tmp_path: Path) -> None:
