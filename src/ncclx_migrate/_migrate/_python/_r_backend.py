@@ -493,6 +493,46 @@ def _runs_after(f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bo
     return any(c[0] is init.scope and c[1] in leads and c[2] > init.order for c in calls)
 
 
+_BLOCK_NODES = (cst.IndentedBlock, cst.Module)
+
+
+def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | None:
+    """The NCCL backend strings of ``init`` when the GPU ``pick`` (before it, in a branch) runs on
+    every path where the backend is NCCL: the backend is a name, and each of its assignments that
+    reach the init with an NCCL value comes after the pick in the pick's own block
+    (``if cuda: set_device(...); backend = "nccl"`` / ``else: backend = "gloo"``); else None."""
+    target = dotted(init.use.expr) if init.use.expr is not None else None
+    if target is None or not init.path or not pick.path:
+        return None
+    defs, entry = reaching(target, init.path)
+    if entry or not defs or any(d.value is None or d.index is not None or d.loop for d in defs):
+        return None
+    k = max((i for i, n in enumerate(pick.path[:-1]) if isinstance(n, _BLOCK_NODES)), default=None)
+    if k is None:
+        return None
+    block, stmt = pick.path[k], pick.path[k + 1]
+    assert isinstance(block, _BLOCK_NODES)
+    body: list[cst.CSTNode] = list(block.body)
+    nccl_values: list[str] = []
+    for d in defs:
+        assert d.value is not None
+        values = _backend_strings(a, d.value, init.use.scope, d.path, 1)
+        if values is None:
+            return None
+        nccl = [v for v in values if any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
+                                         for dev, n in (backend_parts(v) or [(None, "?")]))]
+        if not nccl:
+            continue
+        at = next((i for i, n in enumerate(d.path[:-1]) if n is block), None)
+        own = next((i for i, x in enumerate(body) if at is not None and x is d.path[at + 1]), None)
+        if own is None or not any(x is stmt for x in body[:own]):
+            return None  # an NCCL value set where the pick does not run first
+        if len(nccl) != len(values):
+            return None  # one assignment that may or may not be NCCL
+        nccl_values += nccl
+    return sorted(set(nccl_values)) or None
+
+
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
     if not f["set_device"]:
         return
@@ -536,6 +576,9 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         if not (later or elsewhere):
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
+        # The pick sits in the branch that makes the backend NCCL: on every NCCL path it runs first.
+        guarded = (_nccl_only_after(a, sd, init) if not dominating and before and nccl and star is None
+                   and sd.path else None)
         verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
                          functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
@@ -577,6 +620,21 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                 where = f"; {why}. Pass device_id= the device chosen on line {line}"
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
                      detail=f"{base}{where} (on legacy this also makes init eager).")
+        elif guarded and not by_helper:
+            torch_name = sd.torch_name or "torch"
+            assert init.use.expr is not None
+            name = a.code(init.use.expr).strip()
+            test = (f"{name} == {guarded[0]!r}" if len(guarded) == 1
+                    else f"{name} in ({', '.join(map(repr, guarded))})").replace("'", '"')
+            value = cst.parse_expression(
+                f'{torch_name}.device("cuda", {torch_name}.cuda.current_device()) if {test} else None')
+            imports = [] if sd.torch_name else [("torch", None)]
+            a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE,
+                     append_kwarg(a, call, "device_id", value), imports,
+                     detail=f"{base}; {why}. The GPU pick on line {line} runs on every path where the backend "
+                     f"is NCCL (it precedes each assignment of {name} to an NCCL backend): pass device_id= the "
+                     f"device chosen there when {test}, None (the default) otherwise "
+                     "(on legacy this also makes init eager).")
         elif dominating and by_helper:
             dev = a.code(sd.device) if sd.device is not None and not sd.picks else "the index"
             a.report(call, code, f"{head}: pass device_id= {tag}",
