@@ -28,8 +28,8 @@ def _indent(text: str) -> str:
 
 def _rollback_rewritten(index: LineIndex, edit: Edit) -> Edit:
     """A rewrite of the rollback inside one line (``BACKEND=nccl-legacy`` -> ``nccl``) widened
-    over the comment right above that speaks of rolling back (now untrue), when the line
-    after does not; else ``edit`` itself."""
+    over the comments that speak of rolling back (now untrue): the one right above, when the
+    line after does not, and one that follows the rewritten word on its line; else ``edit``."""
     text = index.text
     first = index.line_of(edit.start)
     if edit.end > len(text) or index.line_of(max(edit.start, edit.end - 1)) != first:
@@ -37,13 +37,18 @@ def _rollback_rewritten(index: LineIndex, edit: Edit) -> Edit:
     if not _ROLLBACK_VALUE.search(text[edit.start:edit.end]) or _ROLLBACK_VALUE.search(edit.text):
         return edit
     line_start = index.starts[first]
-    start = _comment_start(index, first, _indent(index.line_text(first)))
-    if start in (line_start, 0):  # no comment, or the comments that open the file (about the file)
-        return edit
+    row = index.line_text(first)
+    rest = row[edit.end - line_start:]
+    end = edit.end
+    if rest.lstrip().startswith("#") and rollback_comment(rest, ""):  # `B=nccl-legacy  # roll back`
+        end = edit.end + len(rest)
+    start = _comment_start(index, first, _indent(row))
     following = index.line_text(first + 1) if first + 1 < len(index) else ""
-    if not rollback_comment(text[start:line_start], following):
+    if start in (line_start, 0) or not rollback_comment(text[start:line_start], following):
+        start = line_start  # no comment above, the file's opening comments, or one that stays
+    if (start, end) == (line_start, edit.end):
         return edit
-    return Edit(start, edit.end, text[line_start:edit.start] + edit.text)
+    return Edit(start, end, text[line_start:edit.start] + edit.text)
 
 
 def _comment_start(index: LineIndex, first: int, indent: str) -> int:

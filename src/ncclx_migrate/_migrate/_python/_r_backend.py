@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .._explains import rollback_comment
 from .._model import FixKind, Options
 from ._ctx import Analyzer, Edit, on
 from ._edits import append_element, append_kwarg, string_like
@@ -200,7 +201,7 @@ def _string(a: Analyzer, node: cst.SimpleString) -> None:
     if not isinstance(v, str):
         return
     if is_backend_spec(v, "nccl-legacy") or is_backend_spec(v, "nccl2"):
-        _facts(a)["strings"].append((node, True))
+        _facts(a)["strings"].append((node, True, _statement_of(a)))
     elif _IN_CMD.search(v):
         _facts(a)["strings"].append((node, False))
 
@@ -236,7 +237,8 @@ def _finish(a: Analyzer) -> None:
             short = '"nccl-legacy" is a rollback backend name: use "nccl" (or record why not)'
             if fixable:
                 new = replace_backend(text, "nccl-legacy", "nccl")
-                a.report(node, "NCX103", short, FixKind.UNSAFE, _restring(node, new), detail=msg)
+                stale = _rollback_comments(a, item[2]) if len(item) > 2 else []
+                a.report(node, "NCX103", short, FixKind.UNSAFE, [*_restring(node, new), *stale], detail=msg)
             else:
                 a.report(node, "NCX103", short if exact else '"nccl-legacy" in this string looks like a rollback backend: use "nccl"',
                          detail=msg if exact else msg + " (this string looks like a backend option)")
@@ -255,6 +257,51 @@ def _finish(a: Analyzer) -> None:
                      detail=f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
                      "init_process_group fails with \"Unknown backend type nccl2\". Use \"nccl\" there.")
     _device_id(a, f)
+
+
+def _statement_of(a: Analyzer) -> tuple[cst.CSTNode, cst.CSTNode | None, bool] | None:
+    """The statement around the current node, the one after it in its block (or None), and
+    whether it opens the file (the comments above it are then about the file)."""
+    for k in range(len(a.stack) - 1, 0, -1):
+        stmt, block = a.stack[k], a.stack[k - 1]
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+                block, (cst.IndentedBlock, cst.Module)):
+            body = list(block.body)
+            at = next((i for i, x in enumerate(body) if x is stmt), len(body))
+            return stmt, body[at + 1] if at + 1 < len(body) else None, isinstance(block, cst.Module) and at == 0
+    return None
+
+
+def _rollback_comments(a: Analyzer, where: object) -> list[tuple[cst.CSTNode, Edit]]:
+    """With a rewrite of the rollback name in a statement: the comments on it that speak of
+    rolling back or pinning legacy NCCL (now untrue) go, those right above it when the statement
+    after does not speak of that too (_explains.rollback_comment), and its trailing one."""
+    if not isinstance(where, tuple):
+        return []
+    stmt, after, opens_file = where
+    if not isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        return []
+    following = a.code(after).strip().split("\n", 1)[0] if after is not None else ""
+    lines = list(stmt.leading_lines)
+    head = len(lines)
+    while head > 0 and lines[head - 1].comment is not None:
+        head -= 1
+    above = "\n".join(el.comment.value for el in lines[head:] if el.comment is not None)
+    drop_above = bool(above) and not opens_file and rollback_comment(above, following)
+    trailing = stmt.trailing_whitespace.comment if isinstance(stmt, cst.SimpleStatementLine) else None
+    drop_trailing = trailing is not None and rollback_comment(trailing.value, "")
+    if not (drop_above or drop_trailing):
+        return []
+
+    def edit(u: cst.CSTNode) -> cst.CSTNode:
+        if drop_above and isinstance(u, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            u = u.with_changes(leading_lines=list(u.leading_lines)[:head])
+        if drop_trailing and isinstance(u, cst.SimpleStatementLine):
+            u = u.with_changes(trailing_whitespace=u.trailing_whitespace.with_changes(
+                whitespace=cst.SimpleWhitespace(""), comment=None))
+        return u
+
+    return [(stmt, edit)]
 
 
 def _restring(node: cst.CSTNode, text: str) -> list[tuple[cst.CSTNode, Edit]]:
