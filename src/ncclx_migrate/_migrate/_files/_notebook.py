@@ -399,7 +399,9 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
             if not f.applied and in_cell:  # the lines it cites move with it
                 recite(f, partial(_line_in, in_cell))
-            f.cell = CellPosition(c.n, shown, f.column)
+            # a finding left points into the written notebook, where removed cells are gone
+            number = c.n - sum(1 for g in gone if g < c.item) if move and not f.applied else c.n
+            f.cell = CellPosition(number, shown, f.column)
             f.path = path
             f.line, f.column = row, col
         findings.extend(c.findings)
