@@ -14,7 +14,7 @@ import libcst as cst
 
 from .._explains import rollback_comment
 from .._model import FixKind, Options
-from ._ctx import Analyzer, Edit, on
+from ._ctx import Analyzer, Edit, EditResult, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
 from ._gpu import judge
@@ -580,6 +580,40 @@ def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | 
     return sorted(set(nccl_values)) or None
 
 
+def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode, Edit]]
+                      ) -> list[tuple[cst.CSTNode, Edit]]:
+    """The argument ``edits`` add last to ``call``, its ``x if c else y`` value split as black
+    splits it when the argument's own line outgrows the line length: between parentheses, one
+    part per line, indented one level past the argument."""
+    ((node, add),) = edits
+    indent = re.match(r"[ \t]*", a.line(a.pos(call).start.line))
+    block = indent.group(0) if indent else ""
+
+    def edit(given: cst.CSTNode) -> EditResult:
+        u = add(given)
+        if not isinstance(u, cst.Call) or len(u.args) < 2 or not isinstance(u.args[-1].value, cst.IfExp):
+            return u
+        arg, ws = u.args[-1], u.args[-2].comma
+        if not (isinstance(ws, cst.Comma) and isinstance(ws.whitespace_after, cst.ParenthesizedWhitespace)):
+            return u  # the argument shares a line: the call's own split decides
+        pw = ws.whitespace_after
+        own = (block if pw.indent else "") + pw.last_line.value
+        if len(own) + len(a.code(arg).strip()) + 1 <= a.line_length():
+            return u
+
+        def nl(extra: str) -> cst.ParenthesizedWhitespace:
+            return cst.ParenthesizedWhitespace(indent=pw.indent, last_line=cst.SimpleWhitespace(pw.last_line.value + extra))
+
+        value = arg.value
+        assert isinstance(value, cst.IfExp)
+        split = value.with_changes(
+            whitespace_before_if=nl("    "), whitespace_before_else=nl("    "),
+            lpar=[cst.LeftParen(whitespace_after=nl("    "))], rpar=[cst.RightParen(whitespace_before=nl(""))])
+        return u.with_changes(args=[*u.args[:-1], arg.with_changes(value=split)])
+
+    return [(node, edit)]
+
+
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
     if not f["set_device"]:
         return
@@ -677,7 +711,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                 f'{torch_name}.device("cuda", {torch_name}.cuda.current_device()) if {test} else None')
             imports = [] if sd.torch_name else [("torch", None)]
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE,
-                     append_kwarg(a, call, "device_id", value), imports,
+                     _split_long_value(a, call, append_kwarg(a, call, "device_id", value)), imports,
                      detail=f"{base}; {why}. The GPU pick on line {line} runs on every path where the backend "
                      f"is NCCL (it precedes each assignment of {name} to an NCCL backend): pass device_id= the "
                      f"device chosen there when {test}, None (the default) otherwise "
