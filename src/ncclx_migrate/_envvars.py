@@ -2,9 +2,8 @@
 import-time warnings all read.
 
 Every row was established on the real 2.13.0 / 2.14.1 / 2.15.0 wheels (see
-``docs/torch-versions.md`` ("Environment variables: who reads which" and "Flight recorder per
-backend")
-§1.2); ``evidence`` names the place.  Nothing here imports torch.
+``docs/torch-versions.md``, "Environment variables: who reads which" and "Flight recorder per
+backend"); ``evidence`` names the place.  Nothing here imports torch.
 """
 
 from __future__ import annotations

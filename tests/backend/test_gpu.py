@@ -26,8 +26,10 @@ dev = torch.device("cuda", 0)
 torch.cuda.set_device(dev)
 dist.init_process_group("nccl", store=store, rank=0, world_size=1, device_id=dev)
 be = dist.group.WORLD._get_backend(dev)
-out = {"built": built, "type": type(be).__name__, "is_nccl": [nb.is_nccl(dist.group.WORLD), nb.is_nccl(be)]}
+out = {"built": built, "type": type(be).__name__, "is_nccl": [nb.is_nccl(dist.group.WORLD), nb.is_nccl(be)],
+       "is_nccl_backend": [nb.is_nccl_backend(be), nb.is_nccl_backend(dist.group.WORLD)]}
 nb.set_timeout(timedelta(seconds=123))
+nb.set_timeout(120.0)  # a float of seconds, as backend._set_default_timeout took
 a, b = torch.ones(2, device=dev), torch.ones(3, device=dev)
 with nb.coalescing():
     dist.all_reduce(a)
@@ -51,6 +53,7 @@ def test_gpu_helpers_on_a_real_nccl_group(user_script) -> None:  # type: ignore[
     assert got["built"] == ("nccl2" if nccl2 else "legacy")
     assert got["type"] == ("ProcessGroupNCCL2" if nccl2 else "ProcessGroupNCCL")
     assert got["is_nccl"] == [True, True]
+    assert got["is_nccl_backend"] == [True, False]  # the backend object, as isinstance: not the group
     assert got["sums"] == [2.0, 3.0]
     assert got["versions"][1] == got["cuda_nccl"]
     if not nccl2:

@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -37,6 +38,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ncclx_migrate._migrate._lines import line_map
+from ncclx_migrate._migrate._model import Options
 from ncclx_migrate._migrate._python import transform_source
 from ncclx_migrate._migrate._python._bindings import reads
 
@@ -328,3 +330,134 @@ def test_the_originals_fail_it(inputs: list[Input]) -> None:
         if p.code != "NCX133":
             assert _check(p, inputs, p.before), f"{p.case}: the harness cannot tell the original from a fix"
 
+
+
+# --- the --use-shim rewrites ---------------------------------------------------------------------
+# Each shim rewrite, made by the codemod from a function that holds the legacy code, is run before
+# and after on inputs the legacy code could be handed: None, names, a number, the gloo group and its
+# backend, fake backends (Python subclasses of the C++ Backend named "nccl" / "gloo"), the real 2.15
+# classes and, where torch can call it without a GPU, their instances.  Where the original answered
+# (returned, or left an effect), the rewrite answers the same; for nccl2 / nccl-lazy as the original
+# did for legacy NCCL.  Where the original raised, the helper may work (it accepts more).
+_SHIM_SOURCES = {
+    "is_nccl_backend": "from torch.distributed import ProcessGroupNCCL\n\n\n"
+                       "def _f(b):\n    return isinstance(b, ProcessGroupNCCL)\n",
+    "runtime_nccl_version": "import torch\n\n\n"
+                            "def _f(pg):\n    return pg._get_backend(torch.device('cuda')).get_runtime_nccl_version()\n",
+    "build_nccl_version": "import torch\n\n\n"
+                          "def _f(pg):\n    return pg._get_backend(torch.device('cuda')).get_build_nccl_version()\n",
+    "set_timeout": "import torch\n\n\n"
+                   "def _f(pg, td):\n    pg._get_backend(torch.device('cuda'))._set_default_timeout(td)\n",
+    "coalescing": "import torch\nimport torch.distributed as dist\n\n\n"
+                  "def _f(pg, t):\n    b = pg._get_backend(torch.device('cuda'))\n    b._group_start()\n"
+                  "    dist.all_reduce(t)\n    b._group_end()\n    return t.tolist()\n",
+}
+
+
+def _shim_helpers_in_rules() -> set[str]:
+    import re
+
+    from ncclx_migrate._migrate._python import _r_api
+
+    src = Path(_r_api.__file__).read_text(encoding="utf-8")
+    calls = re.findall(r"shim_import\(a, (.*?), \w+\)", src)
+    return {name for call in calls for name in re.findall(r'"(\w+)"', call) if name not in ("runtime",)}
+
+
+def _shim_rewrite(helper: str) -> str:
+    src = _SHIM_SOURCES[helper]
+    options = Options(target_torch=(2, 15), apply_safe=True, apply_unsafe=True, use_shim=True)
+    result = transform_source(src, f"shim_{helper}.py", options)
+    assert result.new_text is not None and f"import {helper}" in result.new_text, (helper, result.new_text)
+    return result.new_text
+
+
+class _Fake(torch._C._distributed_c10d.Backend):  # a backend written in Python
+    def __init__(self, name: str) -> None:
+        super().__init__(0, 1)
+        self._name = name
+
+    def name(self) -> str:
+        return self._name
+
+
+@dataclasses.dataclass
+class _Group:
+    """A group whose ``_get_backend`` returns one backend object (a real group cannot hold the
+    NCCL ones without a GPU)."""
+
+    backend: object
+
+    def _get_backend(self, device: object) -> object:
+        return self.backend
+
+
+def _shim_inputs(inputs: list[Input], helper: str) -> list[Input]:
+    pg = next(i.obj for i in inputs if i.name == "gloo group")
+    gloo = next(i.obj for i in inputs if i.name == "gloo backend")
+    plain = [Input("None", None, "", "none", "instance"), Input('"nccl"', "nccl", "", "none", "instance"),
+             Input('"gloo"', "gloo", "", "none", "instance"), Input("42", 42, "", "none", "instance"),
+             Input('fake backend "nccl"', _Fake("nccl"), "", "none", "instance"),
+             Input('fake backend "gloo"', _Fake("gloo"), "", "none", "instance")]
+    if helper == "is_nccl_backend":
+        return [*plain, *inputs]
+    groups = [Input("None", None, "", "none", "instance"), Input("gloo group", pg, "", "none", "instance"),
+              Input("group of the gloo backend", _Group(gloo), "", "none", "instance"),
+              *[Input(f"group of {p.name}", _Group(p.obj), "", "none", "instance") for p in plain[1:]]]
+    if helper in ("set_timeout", "coalescing"):
+        # These take the group itself (torch asserts a real ProcessGroup), and a legacy instance
+        # made without a GPU crashes in these members: the real gloo group and the refused ones.
+        return [g for g in groups if g.name != "group of the gloo backend"]
+    return [*groups, *[Input(f"group of {i.name}", _Group(i.obj), "", i.kind, i.form)
+                       for i in inputs if i.kind != "none" and i.form == "instance"]]
+
+
+def _shim_answers(module_text: str, helper: str, items: list[Input], pg: Any) -> dict[str, object]:
+    ns: dict[str, Any] = {"__name__": "_shim_module"}
+    exec(compile(module_text, "<shim>", "exec"), ns)
+    f = ns["_f"]
+    out: dict[str, object] = {}
+    gloo = pg._get_backend(torch.device("cpu"))
+    for i in items:
+        if helper == "set_timeout":
+            from datetime import timedelta
+
+            for td in (timedelta(seconds=7), 7.0, 7, "7", None):
+                dist.set_timeout(timedelta(minutes=30), pg)
+                got = _observe(lambda td=td, i=i: f(i.obj, td))
+                out[f"{i.name}, {td!r}"] = (got, str(gloo.options._timeout))
+            dist.set_timeout(timedelta(minutes=30), pg)
+        elif helper == "coalescing":
+            out[i.name] = _observe(lambda i=i: f(i.obj, torch.ones(2)))
+        else:
+            out[i.name] = _observe(lambda i=i: f(i.obj))
+    return out
+
+
+def test_every_shim_rewrite_is_covered() -> None:
+    assert _shim_helpers_in_rules() == set(_SHIM_SOURCES)
+
+
+@pytest.mark.parametrize("helper", sorted(_SHIM_SOURCES))
+def test_shim_rewrite_accepts_what_the_original_did(helper: str, inputs: list[Input]) -> None:
+    pg = next(i.obj for i in inputs if i.name == "gloo group")
+    items = _shim_inputs(inputs, helper)
+    before = _shim_answers(_SHIM_SOURCES[helper], helper, items, pg)
+    after = _shim_answers(_shim_rewrite(helper), helper, items, pg)
+    legacy = {i.form: i.name for i in items if i.kind == "legacy"}
+    wrong = []
+    for name, got in after.items():
+        i = next(i for i in items if name == i.name or name.startswith(i.name + ", "))
+        want = before[name] if i.kind != "other" else before[legacy[i.form]]
+        raised = (want[0] if isinstance(want, tuple) else want)
+        if isinstance(raised, str) and raised.startswith("raises "):
+            continue  # the original refused it: the helper may accept it
+        if got != want:
+            wrong.append(f"{name}: {got!r}, want {want!r}")
+    assert not wrong
+    if helper == "is_nccl_backend":  # the harness can tell: the old rewrite to is_nccl failed it
+        old = _SHIM_SOURCES[helper].replace("from torch.distributed import ProcessGroupNCCL",
+                                            "from ncclx_migrate.backend import is_nccl").replace(
+            "isinstance(b, ProcessGroupNCCL)", "is_nccl(b)")
+        differs = _shim_answers(old, helper, items, pg)
+        assert differs['"nccl"'] is True and before['"nccl"'] is False

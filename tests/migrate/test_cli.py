@@ -283,9 +283,9 @@ def test_jobs_gives_same_result(tmp_path: Path) -> None:
 
 def test_use_shim_rewrites_to_helpers(tmp_path: Path) -> None:
     tree(tmp_path, {"a.py": "from torch.distributed import ProcessGroupNCCL\nok = isinstance(b, ProcessGroupNCCL)\n"})
-    run_ncclx("migrate", "--write", "--unsafe-fixes", "--use-shim", ".", cwd=tmp_path)  # is_nccl: unsafe
+    run_ncclx("migrate", "--write", "--use-shim", ".", cwd=tmp_path)  # is_nccl_backend: a safe fix
     text = (tmp_path / "a.py").read_text()
-    assert "from ncclx_migrate.backend import is_nccl" in text and "ok = is_nccl(b)" in text
+    assert "from ncclx_migrate.backend import is_nccl_backend" in text and "ok = is_nccl_backend(b)" in text
 
 
 def test_progress_not_on_pipe(tmp_path: Path) -> None:
@@ -430,16 +430,20 @@ def test_added_argument_respects_the_projects_line_length(tmp_path: Path) -> Non
 
 def test_a_name_two_files_mention_gets_no_safe_add(tmp_path: Path) -> None:
     # A launcher that sources or imports one file and sets the old name again later: the
-    # new name added in the first file would hide that set. Alone, each file gets the safe add.
+    # new name added in the first file would hide that set. Alone, each file gets the same label:
+    # the run reads the rest of its project (the scope rule).
     tree(tmp_path, {"a.py": 'import os\nos.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"\n',
                     "run.sh": "#!/bin/bash\nexport NCCL_ASYNC_ERROR_HANDLING=0\ntorchrun a.py\n",
                     "requirements.txt": "torch>=2.15\n"})
     both = json.loads(run_ncclx("migrate", "--format", "json", ".", cwd=tmp_path).stdout)["findings"]
     assert [(f["path"], f["fix"]) for f in both] == [("a.py", "unsafe"), ("run.sh", "unsafe")]
-    assert "Another file of this run also sets NCCL_ASYNC_ERROR_HANDLING" in both[0]["detail"]
+    assert "Another file of this project also sets NCCL_ASYNC_ERROR_HANDLING" in both[0]["detail"]
     for name in ("a.py", "run.sh"):
         alone = json.loads(run_ncclx("migrate", "--format", "json", name, cwd=tmp_path).stdout)["findings"]
-        assert [(f["path"], f["fix"]) for f in alone] == [(name, "safe")]
+        assert [(f["path"], f["fix"]) for f in alone] == [(name, "unsafe")]
+    text = (tmp_path / "a.py").read_text()
+    piped = run_ncclx("migrate", "--format", "json", "--stdin-filename", "a.py", "-", cwd=tmp_path, input=text)
+    assert [f["fix"] for f in json.loads(piped.stdout)["findings"]] == ["unsafe"]  # an editor's buffer too
     written = run_ncclx("migrate", "--write", ".", cwd=tmp_path)
     assert written.returncode == 1 and "0 fixed" in written.stdout, written.stdout
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -67,6 +68,9 @@ def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-un
     _check_labels(run, Options())
 
 
+_IPYTHON_LINE = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*=\s*)?[!%]|\s*\?")  # `!cmd`, `%magic`, `x = !cmd`, `?`
+
+
 def _notebook_code(path: Path) -> str:
     """A notebook's code cells as one module (IPython-only lines commented out)."""
     nb = json.loads(read(path))
@@ -77,8 +81,7 @@ def _notebook_code(path: Path) -> str:
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if src.lstrip().startswith("%%"):
             continue  # a cell magic: not Python
-        out.extend("# " + line if line.lstrip().startswith(("!", "%", "?")) else line
-                   for line in src.splitlines())
+        out.extend("# " + line if _IPYTHON_LINE.match(line) else line for line in src.splitlines())
     return "\n".join(out) + "\n"
 
 

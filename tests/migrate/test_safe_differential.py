@@ -24,6 +24,7 @@ from tests.migrate_files._cases import SAFE, cases, read
 
 from ._differential import changed as _changed
 from ._differential import involved, matrix, run_python, run_shell
+from ._ipython import var_expand
 from .test_fixtures import FIXTURES, options_for
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -74,13 +75,16 @@ def _notebook_parts(text: str) -> list[tuple[str, str]]:
             continue
         src = "".join(cell["source"])
         if src.lstrip().startswith("%%"):
-            if re.match(r"%%(bash|sh)\b", src.lstrip()):
+            if re.match(r"%%(bash|sh|script\s+(ba)?sh)\b", src.lstrip()):  # bodies IPython does not expand
                 out.append(("shell", src.split("\n", 1)[1] if "\n" in src else ""))
             continue
         for line in src.splitlines():
-            if line.lstrip().startswith("!"):
-                out.append(("shell", line.lstrip()[1:] + "\n"))
-            m = re.match(r"\s*%env\s+([A-Za-z_]\w*)(?:=|\s+)(.*)$", line)
+            bang = re.match(r"\s*(?:[A-Za-z_][\w.]*\s*=\s*)?!(.*)$", line)
+            if bang:  # what the shell gets: the line as IPython expands it
+                out.append(("shell", var_expand(bang.group(1)) + "\n"))
+                continue
+            m = re.match(r"\s*%(?:set_)?env\s+(.*)$", line)
+            m = m and re.match(r"([A-Za-z_]\w*)(?:=|\s+)(.*)$", var_expand(m.group(1)))
             if m:  # what %env does to the kernel's environment
                 python.append(f"import os; os.environ[{m.group(1)!r}] = {m.group(2).strip()!r}")
             elif not line.lstrip().startswith(("%", "!")):

@@ -95,13 +95,20 @@ def test_diff_shows_what_write_applies(project: Path) -> None:
 
 
 def _each(project: Path, *args: str) -> list[dict]:  # type: ignore[type-arg]
-    """The findings of one run per file: the fixtures are unrelated files, and a name that two
-    files of one run set gets no safe add (test_shared_names_across_kinds)."""
+    """The findings of one run per file, each in a project of its own: the fixtures are
+    unrelated files, and a name that two files of one project set gets no safe add, whichever
+    files a run is given (test_shared_names_across_kinds).  What a run writes comes back."""
     found = []
-    for rel in FILES:
-        proc = run_ncclx(*args, rel, cwd=project)
+    for k, rel in enumerate(FILES):
+        alone = project.parent / f"{project.name}-alone" / str(k)
+        (alone / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(project / rel, alone / rel)
+        (alone / "requirements.txt").write_text("torch>=2.15\n")
+        proc = run_ncclx(*args, rel, cwd=alone)
         assert proc.returncode in (0, 1), (rel, proc.stdout, proc.stderr)
         found += _json(proc)["findings"]
+        shutil.copyfile(alone / rel, project / rel)
+        shutil.copymode(alone / rel, project / rel)
     return found
 
 
@@ -225,5 +232,5 @@ def test_shared_names_across_kinds(project: Path) -> None:
     together = _json(run_ncclx("migrate", "--format", "json", "-q", ".", cwd=project))["findings"]
     downgraded = [f for f in together if f["fix"] == "unsafe" and alone[(f["path"], f["line"], f["code"])] == "safe"]
     assert downgraded, together
-    assert all("Another file of this run also sets" in f["detail"] for f in downgraded), downgraded
+    assert all("Another file of this project also sets" in f["detail"] for f in downgraded), downgraded
     assert "nb/explore.ipynb" in {f["path"] for f in downgraded}  # its `!export` line

@@ -23,7 +23,9 @@ from ._runner import (
     run,
     stderr_progress,
     suppression_warnings,
+    with_project,
 )
+from ._scope import context_files
 from ._target import detect_target, parse_target
 
 __all__ = ["migrate"]
@@ -182,7 +184,7 @@ def migrate(
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
-    report = run(files, options, mode, jobs=jobs, progress=progress)
+    report = run(files, options, mode, jobs=jobs, progress=progress, walked=paths, exclude=exclude)
     report.outcomes += [Outcome(FileResult(path, error=why)) for path, why in walk_errors]
     for o in report.outcomes:
         if o.skipped:
@@ -262,6 +264,10 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
 
         # No --stdin-filename: a shell shebang says shell; anything else is read as Python.
         kind_path = "stdin.sh" if file_kind("-", text) == "shell" else "-"
+    if name != "-":  # an editor's buffer: labelled as in a run over its project (_scope.py)
+        context = context_files([name])
+        if context:
+            options = with_project(options, mode, context, given=(name, raw))
     result = process_text(kind_path, text, options) or FileResult(display)
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "

@@ -33,8 +33,10 @@ from types import ModuleType
 from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
+from ._scope import context_files
 
-__all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
+__all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run",
+           "with_project"]
 
 # Files larger than this are not read.
 DEFAULT_MAX_MB = 8.0
@@ -327,37 +329,51 @@ def suppression_warnings(text: str, path: str = "") -> list[str]:
             "`ncclx rules` lists the codes)" for line, code in unknown_codes(text, SLASHES if cpp else HASH)]
 
 
+def with_project(options: Options, mode: Mode, files: Iterable[str],
+                 given: tuple[str, bytes] | None = None) -> Options:
+    """``options`` with the cross-file facts of ``files`` (and of ``given``: a path and the
+    bytes it holds, from stdin): the names several files set (_shared) and the project's own
+    helpers (_xref).  One read of each file, only what a scanner may read: a kind known by
+    name, or no suffix (a script with a #!), read as the scan reads it (regular files, within
+    the size limit)."""
+    from ._shared import shared_names
+    from ._xref import Indexer
+
+    index = Indexer()
+
+    def read(f: str) -> bytes | None:
+        return given[1] if given is not None and f == given[0] else _read(f, mode)
+
+    def read_and_index(f: str) -> bytes | None:
+        raw = read(f)
+        if raw is not None:
+            index.add(f, raw)
+        return raw
+
+    paths = [*files, *([given[0]] if given is not None else [])]
+    candidates = [f for f in paths if _claims(f) or "." not in os.path.basename(f)]
+    names = shared_names(candidates, read_and_index)
+    return dataclasses.replace(options, shared_names=names, helpers=index.build(read))
+
+
 def run(
     paths: Iterable[str],
     options: Options,
     mode: Mode,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    walked: Iterable[str] = (),
+    exclude: Iterable[str] = (),
 ) -> RunReport:
+    """Scan ``paths``; ``walked`` and ``exclude``: the folders and patterns they were found
+    with, for the rest of their projects (read by the cross-file pre-pass, not scanned)."""
     files = list(paths)
     jobs = worker_count(jobs, len(files))
-    if len(files) > 1:  # (one file: its own helpers are read with it, see _python/_xcall.py)
-        from ._shared import shared_names
-        from ._xref import Indexer
-
-        # The cross-file pre-pass, one read of each file: names several files set (_shared) and
-        # the project's own helpers (_xref).  Only what a scanner may read: a kind known by name,
-        # or no suffix (a script with a #!), read as the scan reads it (regular files, within
-        # the size limit).
-        index = Indexer()
-
-        def read(f: str) -> bytes | None:
-            return _read(f, mode)
-
-        def read_and_index(f: str) -> bytes | None:
-            raw = read(f)
-            if raw is not None:
-                index.add(f, raw)
-            return raw
-
-        candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, read_and_index)
-        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
+    # The rest of each file's project: read by the pre-pass, not scanned (labels do not depend
+    # on how many files were passed, _scope.py).
+    context = context_files(files, walked, exclude)
+    if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
+        options = with_project(options, mode, [*files, *context])
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:

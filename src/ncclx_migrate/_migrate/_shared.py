@@ -58,6 +58,6 @@ def shared_note(name: str, options: Options) -> str:
     """The sentence a finding's detail gets when ``name`` is one of the run's shared names."""
     if name not in options.shared_names:
         return ""
-    return (f" Another file of this run also sets {name}: if it runs after this one (a launcher that "
+    return (f" Another file of this project also sets {name}: if it runs after this one (a launcher that "
             "sources or imports this file, a child that inherits the new name), the new name given a value "
             "here would hide that set, so no add is safe.")

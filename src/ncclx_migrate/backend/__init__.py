@@ -13,6 +13,7 @@ from ._compat import (
     build_nccl_version,
     coalescing,
     is_nccl,
+    is_nccl_backend,
     runtime_nccl_version,
     set_timeout,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "get_include",
     "install_legacy_shim",
     "is_nccl",
+    "is_nccl_backend",
     "reconfigure",
     "reconfigure_handle",
     "runtime_nccl_version",

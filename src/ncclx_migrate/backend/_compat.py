@@ -14,6 +14,7 @@ __all__ = [
     "build_nccl_version",
     "coalescing",
     "is_nccl",
+    "is_nccl_backend",
     "runtime_nccl_version",
     "set_timeout",
 ]
@@ -54,11 +55,14 @@ def is_nccl(obj: object) -> bool:
 
     ``obj``: a ProcessGroup, a backend object (``_ProcessGroupWrapper`` is unwrapped)
     or a backend name such as ``"nccl"``, ``"nccl-legacy"`` or ``"cpu:gloo,cuda:nccl"``.
-    Replaces ``isinstance(b, ProcessGroupNCCL)``, ``get_backend(g) == "nccl"`` and
-    ``pg.name() == "nccl"``, which turn false under nccl2 or for explicit names (NCX110).
+    Anything else (None, a class, a number) is not NCCL: False, as ``isinstance`` says.
+    Replaces ``get_backend(g) == "nccl"`` and ``pg.name() == "nccl"``, which turn false
+    for explicit names (NCX110).
     """
     if isinstance(obj, str):
         return _name_is_nccl(obj)
+    if obj is None or isinstance(obj, type):
+        return False
     d = dist()
     if isinstance(obj, d.ProcessGroup):
         try:
@@ -77,20 +81,37 @@ def is_nccl(obj: object) -> bool:
 
     if isinstance(obj, c_api.Backend):
         return _backend_is_nccl(d, obj)
-    raise TypeError(
-        "is_nccl() takes a ProcessGroup, a backend object or a backend name, "
-        f"not {type(obj).__name__}"
-    )
+    return False
 
 
-def set_timeout(timeout: timedelta, group: Any = None) -> None:
+def is_nccl_backend(obj: object) -> bool:
+    """``isinstance(obj, ProcessGroupNCCL)`` for every NCCL class this torch has.
+
+    True for an instance of ``ProcessGroupNCCL``, ``ProcessGroupNCCL2`` or
+    ``ProcessGroupNCCLLazy`` (their subclasses too); False for anything else, as
+    ``isinstance`` is: None, names, classes, groups, gloo backends and the
+    ``_ProcessGroupWrapper`` of ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` (use :func:`is_nccl` to
+    ask about a group or a name).  Replaces ``isinstance(b, ProcessGroupNCCL)``, which is
+    False for nccl2, a sibling class (NCX110).  A CPU build has no NCCL class: False.
+    """
+    if obj is None or isinstance(obj, (str, type)):
+        return False  # without importing torch
+    classes = _nccl_classes(dist())
+    return bool(classes) and isinstance(obj, classes)
+
+
+def set_timeout(timeout: timedelta | float, group: Any = None) -> None:
     """Set the default timeout of every backend of ``group`` (default: the world).
 
     Replaces legacy ``backend._set_default_timeout(td)``, which nccl2 lacks (NCX111).
+    ``timeout``: what that took, a ``datetime.timedelta`` or a float of seconds.
     torch 2.14+: ``torch.distributed.set_timeout``; 2.13: ``_set_pg_timeout``.
     """
+    if isinstance(timeout, float):
+        timeout = timedelta(seconds=timeout)  # torch's binding converts a float as seconds
     if not isinstance(timeout, timedelta):
-        raise TypeError(f"set_timeout() needs a datetime.timedelta, not {type(timeout).__name__}")
+        raise TypeError("set_timeout() needs a datetime.timedelta or a float of seconds, "
+                        f"not {type(timeout).__name__}")
     d = dist()
     public = getattr(d, "set_timeout", None)
     if public is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..._envvars import (
     TOGGLE_VAR,
@@ -168,6 +168,9 @@ class Collector:
     # Variables referenced (``$B``, ``${B}``) where a backend value is expected, with the
     # flag or key each reference is the value of.
     backend_refs: dict[str, list[str]] = field(default_factory=dict)
+    # Where the text is read by something before the shell (a notebook's `!` line, which
+    # IPython expands): given a fix's kind and edits, the kind and edits to use, and why.
+    vet: Callable[[FixKind, list[Edit]], tuple[FixKind, list[Edit], str]] | None = None
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -221,6 +224,9 @@ class Collector:
         for hit in sorted(self._hits(), key=lambda h: (h.offset, h.code)):
             if not is_selected(hit.code, self.options):
                 continue
+            if self.vet is not None and hit.edits:
+                fix, vetted, why = self.vet(hit.fix, hit.edits)
+                hit = replace(hit, fix=fix, edits=vetted, detail=f"{hit.detail} {why}".strip())
             line = index.line_of(hit.offset)
             lines = [line, *hit.also_lines, *self.extra_suppress.get(line, ())]
             if any(suppressed(index.line_text(n), hit.code) for n in lines if 0 <= n < len(index)):

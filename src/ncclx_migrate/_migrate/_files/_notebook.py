@@ -25,7 +25,7 @@ from functools import partial
 from ..._envvars import ENV_VARS
 from .._cited import recite
 from .._lines import line_map, line_map_edits
-from .._model import CellPosition, FileResult, Finding, Options
+from .._model import CellPosition, FileResult, Finding, FixKind, Options
 from ._checks import Collector, EnvAssign
 from ._json_spans import JsonError, Node, parse
 from ._shell import Ctx, scan_shell_range
@@ -71,9 +71,55 @@ def _magic_line(path: str, body: str, options: Options, known: frozenset[str],
         # computed (masked as a $reference of the same length), and the line gets no fix.
         masked = _IPY_EXPR.sub(lambda m: "$" + "X" * (len(m.group(0)) - 1), body)
         sink = Collector(path, masked, options, also_assigned=known) if masked != body else sink
+        sink.vet = partial(_vet_bang, body, bang)
         scan_shell_range(Ctx(masked, sink, lines_ok=False, env_fixes=masked == body), bang + 1, len(body))
     result = sink.result()
-    return result.findings, result.new_text
+    new = result.new_text
+    if new is not None and re.fullmatch(r"[ \t]*![ \t]*:?[ \t]*", new):
+        new = ""  # the command was only the removed assignment: the line goes, not a `!:`
+    return result.findings, new
+
+
+_EXPANDS = re.compile(r"[${}]")
+_EXPANDS_WHY = ("Unsafe here: IPython expands $name and {{expr}} in a `!` line before the shell sees it, and "
+                "leaves the whole line as written when one fails; this line already holds such syntax, so "
+                "whether it expands depends on the kernel's names, and the {how} would change that.")
+
+
+def _escape_for_ipython(new: str, rest: str) -> str:
+    """``new``, to be inserted before ``rest`` in a `!` line, written so that IPython's
+    ``DollarFormatter`` gives it back: braces doubled (``str.format``), and ``$NAME`` as
+    ``$$NAME`` where IPython would expand it (outside single quotes: an even number of ``'``
+    follow, the formatter's own test); a ``$`` before ``{`` is not a field."""
+    out = []
+    for i, ch in enumerate(new):
+        if ch == "$" and re.match(r"[\w.]", new[i + 1:i + 2]) and (new[i:] + rest).count("'") % 2 == 0:
+            out.append("$$")
+        elif ch in "{}":
+            out.append(ch * 2)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _vet_bang(body: str, bang: int, fix: FixKind, edits: list[Edit]) -> tuple[FixKind, list[Edit], str]:
+    """A fix on a `!` line must not change what IPython expands (``InteractiveShell.var_expand``).
+
+    In a line without ``$``, ``{`` or ``}`` expansion always succeeds, so what the fix adds is
+    written escaped (``$$`` and ``{{ }}`` reach the shell as ``$`` and ``{ }``).  In a line with
+    them, expansion depends on the kernel's names: a fix that adds or removes them is unsafe."""
+    added = any(_EXPANDS.search(e.text) for e in edits)
+    removed = any(_EXPANDS.search(body[e.start:e.end]) for e in edits)
+    if not _EXPANDS.search(body, bang + 1):
+        if not added:
+            return fix, edits, ""
+        esc = [replace(e, text=_escape_for_ipython(e.text, body[e.end:])) for e in edits]
+        return fix, esc, ("Written for IPython, which expands the `!` line first: `{{ }}` and `$$NAME` reach the "
+                          "shell as `{ }` and `$NAME`.")
+    if not (added or removed):
+        return fix, edits, ""
+    why = _EXPANDS_WHY.format(how="$ or braces the fix adds" if added else "$ or braces the fix removes")
+    return (FixKind.UNSAFE if fix is FixKind.SAFE else fix), edits, why
 
 
 @dataclass
@@ -81,6 +127,7 @@ class _Cell:
     n: int  # 1-based index among all cells
     node: Node  # the `source` value
     source: str
+    item: int = -1  # its index in the `cells` list
     shell: bool = False  # a %%bash / %%sh cell
     skip: bool = False  # another %% cell magic: not Python, not ours
     py_text: str = ""  # the source with IPython lines replaced by placeholders
@@ -281,6 +328,19 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
+def _drop_cells(text: str, cells: Node, gone: set[int]) -> list[Edit]:
+    """Edits that take the ``gone`` items out of the ``cells`` list with their separators."""
+    items = cells.items
+    if not gone:
+        return []
+    if len(gone) == len(items):
+        return [Edit(items[0].start, items[-1].end, "")]
+    first_kept = min(k for k in range(len(items)) if k not in gone)
+    # Before the first kept cell: from a cell to the next; after it: from the previous cell's end.
+    return [Edit(items[k].start, items[k + 1].start, "") if k < first_kept else Edit(items[k - 1].end, items[k].end, "")
+            for k in sorted(gone)]
+
+
 def _line_in(moved: dict[int, int], n: int) -> str:
     return f"line {moved.get(n, n)}"
 
@@ -309,7 +369,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             source = "".join(str(i.value) for i in src.items)
         else:
             continue
-        code.append(_Cell(n, src, source))
+        code.append(_Cell(n, src, source, item=n - 1))
     # A current env name written in any code cell counts as set (the kernel shares one
     # environment), so a replacement added by a fix is seen by every later run.
     everything = "\n".join(c.source for c in code)
@@ -330,6 +390,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         _python_each(python, path, options)
     findings: list[Finding] = []
     edits: list[Edit] = []
+    gone: set[int] = set()
     move = not final.positions_as_given  # findings left point into the fixed notebook
     for c in code:
         in_cell = line_map(c.source, c.new_source) if move and c.new_source is not None else {}
@@ -338,12 +399,17 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             shown = f.line if f.applied else in_cell.get(f.line, f.line)
             if not f.applied and in_cell:  # the lines it cites move with it
                 recite(f, partial(_line_in, in_cell))
-            f.cell = CellPosition(c.n, shown, f.column)
+            # a finding left points into the written notebook, where removed cells are gone
+            number = c.n - sum(1 for g in gone if g < c.item) if move and not f.applied else c.n
+            f.cell = CellPosition(number, shown, f.column)
             f.path = path
             f.line, f.column = row, col
         findings.extend(c.findings)
-        if c.new_source is not None:
+        if c.new_source is not None and not c.new_source.strip() and c.source.strip():
+            gone.add(c.item)  # a fix removed all it held: no empty cell is left behind
+        elif c.new_source is not None:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
+    edits = sorted(edits + _drop_cells(text, cells, gone), key=lambda e: e.start)
     new_text = apply_edits(text, edits) if edits else None
     if new_text is not None and new_text != text and move:
         in_file = line_map_edits(text, [(e.start, e.end, e.text) for e in edits])

@@ -29,6 +29,7 @@ from ._bindings import Edited, bound_name, drop_clashing_fixes, reads, unused_af
 from ._bounds import bound_fixes
 from ._ctx import Analyzer, Edit, EditResult, ImportSpec, Pending
 from ._edits import blank_head
+from ._noqa import drop_stale_e402
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
 
@@ -198,6 +199,7 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
     for f in applied:
         f.applied = True
     findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
+    text = drop_stale_e402(source, text)  # an E402 noqa comment the fixes made unneeded
     return FileResult(path=path, findings=findings, new_text=None if text == source else text)
 
 

@@ -1,21 +1,28 @@
-"""The project's line length, read where its formatter and linter read it.
+"""The project's line length: the formatter it runs decides, as that formatter reads it.
 
-A fix that adds text must not push a line past the limit the project enforces.  In the
-nearest directory (walking up from the file) that configures one, a formatter's setting
-wins over a linter's: ``ruff.toml``/``.ruff.toml`` ``line-length``; pyproject.toml
-``[tool.ruff] line-length``, ``[tool.black] line-length`` (or ``line_length``, black takes
-both), ``[tool.yapf] column_limit``; ``.style.yapf`` ``[style]`` and setup.cfg ``[yapf]``
-``column_limit``; then flake8's ``max-line-length`` in setup.cfg/tox.ini/.flake8.  Black's
-default, 88, when none says.  Read only when a fix needs it, once per directory; a file
-that cannot be read is said on stderr (see ``.._config``).
+A fix that adds text must not push a line past the limit the project enforces, and lines the
+project's formatter would not leave there.  A project runs a formatter when black or ruff's
+formatter is a hook of its ``.pre-commit-config.yaml``, when pyproject.toml has ``[tool.black]``,
+``[tool.ruff.format]`` (ruff.toml: ``[format]``) or ``[tool.ufmt]`` (black, or ruff with
+``formatter = "ruff-api"``), or when yapf is configured.  Its length is resolved as it
+resolves it: a pre-commit hook's ``--line-length``; black's project root (the nearest folder
+with ``.git``, ``.hg`` or a pyproject.toml that has ``[tool.black]``) and its ``line-length``
+(88 by default); ruff's nearest config file (``.ruff.toml``, ``ruff.toml``, a pyproject.toml
+with ``[tool.ruff]``) and its ``line-length`` through ``extend`` (88); yapf's nearest style
+(``.style.yapf``, setup.cfg ``[yapf]``, ``[tool.yapf]``): ``column_limit``, else its
+``based_on_style`` (pep8 79, google/facebook/yapf 80).  Only without a formatter does a
+linter decide: in the nearest folder that sets one, ruff's ``line-length``, then flake8's
+``max-line-length`` (setup.cfg, tox.ini, .flake8); 88 when none says.  Read only when a fix
+needs it, once per folder; a file that cannot be read is said on stderr (``.._config``).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
-from .._config import read_ini, read_toml
+from .._config import read_ini, read_text, read_toml
 
 __all__ = ["DEFAULT_LINE_LENGTH", "line_length"]
 
@@ -42,34 +49,184 @@ def _ini_key(d: Path, name: str, section: str, *keys: str) -> int | None:
     return _key(dict(cp.items(section)), *keys)
 
 
+def _pyproject(d: Path) -> dict[str, object]:
+    if not (d / "pyproject.toml").is_file():
+        return {}
+    tool = (read_toml(d / "pyproject.toml") or {}).get("tool")
+    return tool if isinstance(tool, dict) else {}
+
+
+def _ups(d: Path) -> list[Path]:
+    """``d`` and the folders above it, up to the repository root (``.git``) if there is one."""
+    out = []
+    for p in (d, *d.parents):
+        out.append(p)
+        if (p / ".git").exists():
+            break
+    return out
+
+
+# --- the formatters -----------------------------------------------------------------------------
+def _black(d: Path) -> int:
+    """black's ``line-length``: its project root is the nearest folder with ``.git``/``.hg`` or
+    a pyproject.toml that configures black (one that does not is passed over)."""
+    for p in (d, *d.parents):
+        black = _pyproject(p).get("black")
+        if isinstance(black, dict):
+            return _key(black, "line-length", "line_length") or DEFAULT_LINE_LENGTH
+        if (p / ".git").exists() or (p / ".hg").is_dir():
+            break
+    return DEFAULT_LINE_LENGTH
+
+
+def _ruff_config(d: Path) -> tuple[Path, dict[str, object]] | None:
+    """ruff's nearest config: ``.ruff.toml``, ``ruff.toml``, then a pyproject.toml with ``[tool.ruff]``."""
+    for p in (d, *d.parents):
+        for name in (".ruff.toml", "ruff.toml"):
+            if (p / name).is_file():
+                return p / name, dict(read_toml(p / name) or {})
+        ruff = _pyproject(p).get("ruff")
+        if isinstance(ruff, dict):
+            return p / "pyproject.toml", ruff
+    return None
+
+
+def _ruff_length(path: Path, table: dict[str, object], depth: int = 0) -> int:
+    found = _key(table, "line-length")
+    if found:
+        return found
+    extend = table.get("extend")
+    if isinstance(extend, str) and depth < 8:  # ruff follows `extend` to the base config
+        base = (path.parent / os.path.expanduser(extend)).resolve()
+        data = read_toml(base) if base.is_file() else None
+        if data is not None:
+            tool = data.get("tool")
+            sub = tool.get("ruff") if base.name == "pyproject.toml" and isinstance(tool, dict) else data
+            if isinstance(sub, dict):
+                return _ruff_length(base, sub, depth + 1)
+    return DEFAULT_LINE_LENGTH
+
+
+_YAPF_STYLES = {"pep8": 79, "google": 80, "facebook": 80, "yapf": 80}
+
+
+def _yapf(d: Path) -> int | None:
+    """yapf's nearest style: ``.style.yapf``, setup.cfg ``[yapf]``, pyproject ``[tool.yapf]``."""
+    for p in _ups(d):
+        style: dict[str, object] | None = None
+        for name, section in ((".style.yapf", "style"), ("setup.cfg", "yapf")):
+            if style is None and (p / name).is_file():
+                cp = read_ini(p / name)
+                if cp is not None and cp.has_section(section):
+                    style = dict(cp.items(section))
+        if style is None and isinstance(_pyproject(p).get("yapf"), dict):
+            style = dict(_pyproject(p)["yapf"])  # type: ignore[call-overload]
+        if style is not None:
+            base = str(style.get("based_on_style", "pep8")).strip().lower()
+            return _key(style, "column_limit", "column-limit") or _YAPF_STYLES.get(base, 79)
+    return None
+
+
+def _hook_length(args: object) -> int | None:
+    """``--line-length N``, ``--line-length=N``, ``-l N`` among a pre-commit hook's args."""
+    if not isinstance(args, list):
+        return None
+    words = [str(a) for a in args]
+    for k, w in enumerate(words):
+        if w.startswith("--line-length="):
+            return _int(w.split("=", 1)[1])
+        if w in ("--line-length", "-l") and k + 1 < len(words):
+            return _int(words[k + 1])
+    return None
+
+
+def _pre_commit(d: Path) -> tuple[str, int | None] | None:
+    """The formatter hook of the nearest ``.pre-commit-config.yaml`` (pre-commit runs from the
+    repository root) and the line length its args give."""
+    for p in _ups(d):
+        config = p / ".pre-commit-config.yaml"
+        if not config.is_file():
+            continue
+        text = read_text(config)
+        if text is None:
+            return None
+        import yaml  # type: ignore[import-untyped]  # PyYAML (libcst needs it too)
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+        repos = data.get("repos") if isinstance(data, dict) else None
+        for repo in repos if isinstance(repos, list) else []:
+            for hook in (repo.get("hooks") or []) if isinstance(repo, dict) else []:
+                kind = {"black": "black", "black-jupyter": "black", "ruff-format": "ruff",
+                        "yapf": "yapf"}.get(str(hook.get("id")) if isinstance(hook, dict) else "")
+                if kind is not None:
+                    return kind, _hook_length(hook.get("args"))
+        return None
+    return None
+
+
+def _formatter(d: Path) -> int | None:
+    """The line length of the formatter the project runs, or None when it runs none."""
+    hook = _pre_commit(d)
+    if hook is not None:
+        kind, given = hook
+        if given:
+            return given
+        if kind == "black":
+            return _black(d)
+        if kind == "ruff":
+            ruff = _ruff_config(d)
+            return _ruff_length(*ruff) if ruff else DEFAULT_LINE_LENGTH
+        return _yapf(d) or 79
+    for p in _ups(d):
+        tool = _pyproject(p)
+        if isinstance(tool.get("black"), dict):
+            return _black(d)
+        ufmt = tool.get("ufmt")
+        if isinstance(ufmt, dict):
+            if ufmt.get("formatter") == "ruff-api":
+                ruff = _ruff_config(d)
+                return _ruff_length(*ruff) if ruff else DEFAULT_LINE_LENGTH
+            return _black(d)
+    ruff = _ruff_config(d)
+    if ruff is not None:
+        path, table = ruff
+        if isinstance(table.get("format"), dict):
+            return _ruff_length(path, table)
+    return _yapf(d)
+
+
+# --- the linters, when no formatter runs ----------------------------------------------------------
 def _in_dir(d: Path) -> tuple[int | None, bool]:
-    """(the limit configured in ``d``, whether ``d`` is a project root)."""
-    formatters: list[int | None] = []
+    """(the linter limit configured in ``d``, whether ``d`` is a project root)."""
+    found: list[int | None] = []
     for name in ("ruff.toml", ".ruff.toml"):
         if (d / name).is_file():
-            formatters.append(_key(read_toml(d / name), "line-length"))
+            found.append(_key(read_toml(d / name), "line-length"))
     root = (d / "pyproject.toml").is_file()
     if root:
-        tool = (read_toml(d / "pyproject.toml") or {}).get("tool")
-        if isinstance(tool, dict):
-            formatters += [_key(tool.get("ruff"), "line-length"), _key(tool.get("black"), "line-length", "line_length"),
-                           _key(tool.get("yapf"), "column_limit", "column-limit")]
-    formatters += [_ini_key(d, ".style.yapf", "style", "column_limit", "column-limit"),
-                   _ini_key(d, "setup.cfg", "yapf", "column_limit", "column-limit")]
-    linters = [_ini_key(d, name, "flake8", "max-line-length", "max_line_length")
-               for name in ("setup.cfg", "tox.ini", ".flake8")]
-    found = next((v for v in formatters + linters if v), None)
-    return found, found is not None or root or (d / ".git").exists()
+        found.append(_key(_pyproject(d).get("ruff"), "line-length"))
+    found += [_ini_key(d, name, "flake8", "max-line-length", "max_line_length")
+              for name in ("setup.cfg", "tox.ini", ".flake8")]
+    limit = next((v for v in found if v), None)
+    return limit, limit is not None or root or (d / ".git").exists()
 
 
 @functools.lru_cache(maxsize=256)
 def _for_dir(d: Path) -> int:
+    formatted = _formatter(d)
+    return formatted if formatted is not None else _linted(d)
+
+
+def _linted(d: Path) -> int:
     limit, root = _in_dir(d)
     if limit is not None:
         return limit
     if root or d.parent == d:
         return DEFAULT_LINE_LENGTH
-    return _for_dir(d.parent)
+    return _linted(d.parent)
 
 
 def line_length(path: str) -> int:

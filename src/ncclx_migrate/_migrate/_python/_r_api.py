@@ -181,17 +181,15 @@ def _isinstance(a: Analyzer, node: cst.Call) -> None:
         return
     if _is_nccl_class(a, cls):
         if a.options.use_shim and node.func.value == "isinstance":
-            short = "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl()"
-            shim = shim_import(a, "is_nccl", node)
+            short = "isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl_backend()"
+            shim = shim_import(a, "is_nccl_backend", node)
             if isinstance(shim, str):
-                a.report(node, "NCX110", short, detail=msg + f"; use ncclx_migrate.backend.is_nccl. {shim}")
+                a.report(node, "NCX110", short, detail=msg + f"; use ncclx_migrate.backend.is_nccl_backend. {shim}")
                 return
             new: cst.BaseExpression = cst.parse_expression(f"{shim[0]}({a.code(node.args[0].value)})")
-            p = a.report(node, "NCX110", short, FixKind.UNSAFE, replace_with(node, new), [shim[1]],
-                         detail=msg + "; use ncclx_migrate.backend.is_nccl. Unsafe: is_nccl() is also True "
-                         "for a ProcessGroup with an NCCL backend (isinstance: False on every release) and "
-                         "raises TypeError for an object that is neither a group, a backend nor a backend name "
-                         "(isinstance: False).")
+            p = a.report(node, "NCX110", short, FixKind.SAFE, replace_with(node, new), [shim[1]],
+                         detail=msg + "; use ncclx_migrate.backend.is_nccl_backend (isinstance against every "
+                         "NCCL class this torch has: False for anything else, None included).")
             p.unused.extend(_unused_candidates(a, [cls]))
             return
         ref = _classes_ref(a)

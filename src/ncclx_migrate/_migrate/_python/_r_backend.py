@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .._explains import rollback_comment
 from .._model import FixKind, Options
-from ._ctx import Analyzer, Edit, on
+from ._ctx import Analyzer, Edit, EditResult, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
 from ._gpu import judge
@@ -200,7 +201,7 @@ def _string(a: Analyzer, node: cst.SimpleString) -> None:
     if not isinstance(v, str):
         return
     if is_backend_spec(v, "nccl-legacy") or is_backend_spec(v, "nccl2"):
-        _facts(a)["strings"].append((node, True))
+        _facts(a)["strings"].append((node, True, _statement_of(a)))
     elif _IN_CMD.search(v):
         _facts(a)["strings"].append((node, False))
 
@@ -236,7 +237,8 @@ def _finish(a: Analyzer) -> None:
             short = '"nccl-legacy" is a rollback backend name: use "nccl" (or record why not)'
             if fixable:
                 new = replace_backend(text, "nccl-legacy", "nccl")
-                a.report(node, "NCX103", short, FixKind.UNSAFE, _restring(node, new), detail=msg)
+                stale = _rollback_comments(a, item[2]) if len(item) > 2 else []
+                a.report(node, "NCX103", short, FixKind.UNSAFE, [*_restring(node, new), *stale], detail=msg)
             else:
                 a.report(node, "NCX103", short if exact else '"nccl-legacy" in this string looks like a rollback backend: use "nccl"',
                          detail=msg if exact else msg + " (this string looks like a backend option)")
@@ -255,6 +257,51 @@ def _finish(a: Analyzer) -> None:
                      detail=f'"nccl2" does not exist on torch {target[0]}.{target[1]} (--target-torch): '
                      "init_process_group fails with \"Unknown backend type nccl2\". Use \"nccl\" there.")
     _device_id(a, f)
+
+
+def _statement_of(a: Analyzer) -> tuple[cst.CSTNode, cst.CSTNode | None, bool] | None:
+    """The statement around the current node, the one after it in its block (or None), and
+    whether it opens the file (the comments above it are then about the file)."""
+    for k in range(len(a.stack) - 1, 0, -1):
+        stmt, block = a.stack[k], a.stack[k - 1]
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+                block, (cst.IndentedBlock, cst.Module)):
+            body = list(block.body)
+            at = next((i for i, x in enumerate(body) if x is stmt), len(body))
+            return stmt, body[at + 1] if at + 1 < len(body) else None, isinstance(block, cst.Module) and at == 0
+    return None
+
+
+def _rollback_comments(a: Analyzer, where: object) -> list[tuple[cst.CSTNode, Edit]]:
+    """With a rewrite of the rollback name in a statement: the comments on it that speak of
+    rolling back or pinning legacy NCCL (now untrue) go, those right above it when the statement
+    after does not speak of that too (_explains.rollback_comment), and its trailing one."""
+    if not isinstance(where, tuple):
+        return []
+    stmt, after, opens_file = where
+    if not isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        return []
+    following = a.code(after).strip().split("\n", 1)[0] if after is not None else ""
+    lines = list(stmt.leading_lines)
+    head = len(lines)
+    while head > 0 and lines[head - 1].comment is not None:
+        head -= 1
+    above = "\n".join(el.comment.value for el in lines[head:] if el.comment is not None)
+    drop_above = bool(above) and not opens_file and rollback_comment(above, following)
+    trailing = stmt.trailing_whitespace.comment if isinstance(stmt, cst.SimpleStatementLine) else None
+    drop_trailing = trailing is not None and rollback_comment(trailing.value, "")
+    if not (drop_above or drop_trailing):
+        return []
+
+    def edit(u: cst.CSTNode) -> cst.CSTNode:
+        if drop_above and isinstance(u, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            u = u.with_changes(leading_lines=list(u.leading_lines)[:head])
+        if drop_trailing and isinstance(u, cst.SimpleStatementLine):
+            u = u.with_changes(trailing_whitespace=u.trailing_whitespace.with_changes(
+                whitespace=cst.SimpleWhitespace(""), comment=None))
+        return u
+
+    return [(stmt, edit)]
 
 
 def _restring(node: cst.CSTNode, text: str) -> list[tuple[cst.CSTNode, Edit]]:
@@ -493,6 +540,80 @@ def _runs_after(f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bo
     return any(c[0] is init.scope and c[1] in leads and c[2] > init.order for c in calls)
 
 
+_BLOCK_NODES = (cst.IndentedBlock, cst.Module)
+
+
+def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | None:
+    """The NCCL backend strings of ``init`` when the GPU ``pick`` (before it, in a branch) runs on
+    every path where the backend is NCCL: the backend is a name, and each of its assignments that
+    reach the init with an NCCL value comes after the pick in the pick's own block
+    (``if cuda: set_device(...); backend = "nccl"`` / ``else: backend = "gloo"``); else None."""
+    target = dotted(init.use.expr) if init.use.expr is not None else None
+    if target is None or not init.path or not pick.path:
+        return None
+    defs, entry = reaching(target, init.path)
+    if entry or not defs or any(d.value is None or d.index is not None or d.loop for d in defs):
+        return None
+    k = max((i for i, n in enumerate(pick.path[:-1]) if isinstance(n, _BLOCK_NODES)), default=None)
+    if k is None:
+        return None
+    block, stmt = pick.path[k], pick.path[k + 1]
+    assert isinstance(block, _BLOCK_NODES)
+    body: list[cst.CSTNode] = list(block.body)
+    nccl_values: list[str] = []
+    for d in defs:
+        assert d.value is not None
+        values = _backend_strings(a, d.value, init.use.scope, d.path, 1)
+        if values is None:
+            return None
+        nccl = [v for v in values if any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
+                                         for dev, n in (backend_parts(v) or [(None, "?")]))]
+        if not nccl:
+            continue
+        at = next((i for i, n in enumerate(d.path[:-1]) if n is block), None)
+        own = next((i for i, x in enumerate(body) if at is not None and x is d.path[at + 1]), None)
+        if own is None or not any(x is stmt for x in body[:own]):
+            return None  # an NCCL value set where the pick does not run first
+        if len(nccl) != len(values):
+            return None  # one assignment that may or may not be NCCL
+        nccl_values += nccl
+    return sorted(set(nccl_values)) or None
+
+
+def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode, Edit]]
+                      ) -> list[tuple[cst.CSTNode, Edit]]:
+    """The argument ``edits`` add last to ``call``, its ``x if c else y`` value split as black
+    splits it when the argument's own line outgrows the line length: between parentheses, one
+    part per line, indented one level past the argument."""
+    ((node, add),) = edits
+    indent = re.match(r"[ \t]*", a.line(a.pos(call).start.line))
+    block = indent.group(0) if indent else ""
+
+    def edit(given: cst.CSTNode) -> EditResult:
+        u = add(given)
+        if not isinstance(u, cst.Call) or len(u.args) < 2 or not isinstance(u.args[-1].value, cst.IfExp):
+            return u
+        arg, ws = u.args[-1], u.args[-2].comma
+        if not (isinstance(ws, cst.Comma) and isinstance(ws.whitespace_after, cst.ParenthesizedWhitespace)):
+            return u  # the argument shares a line: the call's own split decides
+        pw = ws.whitespace_after
+        own = (block if pw.indent else "") + pw.last_line.value
+        if len(own) + len(a.code(arg).strip()) + 1 <= a.line_length():
+            return u
+
+        def nl(extra: str) -> cst.ParenthesizedWhitespace:
+            return cst.ParenthesizedWhitespace(indent=pw.indent, last_line=cst.SimpleWhitespace(pw.last_line.value + extra))
+
+        value = arg.value
+        assert isinstance(value, cst.IfExp)
+        split = value.with_changes(
+            whitespace_before_if=nl("    "), whitespace_before_else=nl("    "),
+            lpar=[cst.LeftParen(whitespace_after=nl("    "))], rpar=[cst.RightParen(whitespace_before=nl(""))])
+        return u.with_changes(args=[*u.args[:-1], arg.with_changes(value=split)])
+
+    return [(node, edit)]
+
+
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
     if not f["set_device"]:
         return
@@ -536,6 +657,9 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         if not (later or elsewhere):
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
+        # The pick sits in the branch that makes the backend NCCL: on every NCCL path it runs first.
+        guarded = (_nccl_only_after(a, sd, init) if not dominating and before and nccl and star is None
+                   and sd.path else None)
         verdict = (judge(a, sd.device, sd.path, call if sd.scope is init.scope else None,
                          functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
@@ -577,6 +701,21 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                 where = f"; {why}. Pass device_id= the device chosen on line {line}"
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE, target, imports,
                      detail=f"{base}{where} (on legacy this also makes init eager).")
+        elif guarded and not by_helper:
+            torch_name = sd.torch_name or "torch"
+            assert init.use.expr is not None
+            name = a.code(init.use.expr).strip()
+            test = (f"{name} == {guarded[0]!r}" if len(guarded) == 1
+                    else f"{name} in ({', '.join(map(repr, guarded))})").replace("'", '"')
+            value = cst.parse_expression(
+                f'{torch_name}.device("cuda", {torch_name}.cuda.current_device()) if {test} else None')
+            imports = [] if sd.torch_name else [("torch", None)]
+            a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE,
+                     _split_long_value(a, call, append_kwarg(a, call, "device_id", value)), imports,
+                     detail=f"{base}; {why}. The GPU pick on line {line} runs on every path where the backend "
+                     f"is NCCL (it precedes each assignment of {name} to an NCCL backend): pass device_id= the "
+                     f"device chosen there when {test}, None (the default) otherwise "
+                     "(on legacy this also makes init eager).")
         elif dominating and by_helper:
             dev = a.code(sd.device) if sd.device is not None and not sd.picks else "the index"
             a.report(call, code, f"{head}: pass device_id= {tag}",
