@@ -21,14 +21,15 @@ def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def signals_at_default(*signals: int) -> Callable[[], None]:
-    """A ``preexec_fn``: ``_limit()``, and ``signals`` back at their default disposition in the
-    child.  A test started in the background (``scripts/test.sh &``, nohup, many CI runners)
+def signals_at_default(*signals: int, limit: bool = True) -> Callable[[], None]:
+    """A ``preexec_fn``: ``_limit()`` (unless ``limit`` is False: a command that imports torch
+    needs more address space), and ``signals`` back at their default disposition in the child.  A test started in the background (``scripts/test.sh &``, nohup, many CI runners)
     inherits SIGINT as ignored, and so would the command it starts: Python then installs no
     KeyboardInterrupt handler and the signal the test sends never arrives."""
 
     def preexec() -> None:
-        _limit()
+        if limit:
+            _limit()
         for sig in signals:
             signal.signal(sig, signal.SIG_DFL)
 

@@ -106,7 +106,7 @@ def test_sigterm_mid_gather_prints_what_rank_0_has(tmp_path: Path) -> None:
     rank0 = subprocess.Popen(
         [ncclx_exe(), "doctor", "--level", "cluster", "--json", "--timeout", "300"],
         env=env(RANK="0", WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), SLURM_JOB_ID="77"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default(signal.SIGTERM),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default(signal.SIGTERM, limit=False),
     )
     try:
         store = dist.TCPStore("127.0.0.1", port, 3, is_master=False, timeout=timedelta(seconds=120))
