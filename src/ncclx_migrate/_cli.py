@@ -26,10 +26,12 @@ _COMMANDS = {
 # first sentence of each command's docstring: tests/test_cli_startup.py keeps them equal).
 # A command missing here is imported to be listed.
 _SUMMARIES = {
+    "compare": "Compare two backend arms (nccl2 against the rollback by default): every collective for correctness and speed, or (--train) your own training run step by step.",
     "doctor": "Preflight check of torch, NCCL/RCCL, the environment and the GPUs for the nccl2 switch.",
     "explain": "Print a rule's full documentation (why, fix, evidence).",
     "fr": "Flight-recorder dumps: name the rank that hung a collective.",
     "migrate": "Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.",
+    "report": "Add up repositories' and jobs' reports: what is left before the rollback goes, and whose.",
     "rules": "List every rule: code, fix kind, torch versions it concerns, summary.",
 }
 
