@@ -35,8 +35,9 @@ def _same_output(got: subprocess.CompletedProcess[str], ref: subprocess.Complete
     assert (got.returncode, got.stdout, got.stderr) == (ref.returncode, ref.stdout, ref.stderr)
 
 
-def _packs(cache: Path) -> list[Path]:
-    return sorted(cache.glob("v1/*/*.json"))
+def _shards(cache: Path) -> dict[Path, dict[str, dict[str, object]]]:
+    """Each shard file of the cache with its entries."""
+    return {p: json.loads(p.read_text())["entries"] for p in sorted(cache.glob("v1/*/*/*.json"))}
 
 
 @pytest.mark.slow
@@ -48,22 +49,28 @@ def test_a_missing_cache_is_made_and_a_corrupt_one_rebuilt(tmp_path: Path) -> No
     ref = run_bounded("migrate", "--no-cache", ".", cwd=root)
     assert ref.returncode == 1
     _same_output(_run(root, cache), ref)
-    (pack,) = _packs(cache)
-    good = pack.read_text()
+    good = _shards(cache)
+    assert sum(len(e) for e in good.values()) == len(FILES)
+
     def status(p: str) -> list[int]:
         st = os.stat(root / p)
         return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
-    for bad in ("{not json", good[: len(good) // 2], "[]", '{"entries": []}',
-                json.dumps({"entries": {p: {"abspath": str(root / p), "digest": e["digest"], "facts": 7,
-                                            "outcome": {"findings": [{"p": 1}]}}
-                                        for p, e in json.loads(good)["entries"].items()}}),
-                # a status that matches the file, with a kept pre-pass record of another shape
-                json.dumps({"entries": {p: {**e, "stat": status(p), "pre": {"sets": 5, "imports": [[1]]}}
-                                        for p, e in json.loads(good)["entries"].items()}})):
-        pack.write_text(bad)
+    variants = [
+        lambda text, entries: "{not json", lambda text, entries: text[: len(text) // 2],
+        lambda text, entries: "[]", lambda text, entries: '{"entries": []}',
+        lambda text, entries: json.dumps({"entries": {p: {"abspath": str(root / p), "digest": e["digest"], "facts": 7,
+                                                          "outcome": {"findings": [{"p": 1}]}}
+                                                      for p, e in entries.items()}}),
+        # a status that matches the file, with a kept pre-pass record of another shape
+        lambda text, entries: json.dumps({"entries": {p: {**e, "stat": status(p), "pre": {"sets": 5, "imports": [[1]]}}
+                                                      for p, e in entries.items()}}),
+    ]
+    for bad in variants:
+        for shard, entries in good.items():
+            shard.write_text(bad(json.dumps({"entries": entries}), entries))
         _same_output(_run(root, cache), ref)  # no warning: a corrupt cache is rebuilt
-        assert json.loads(pack.read_text())["entries"].keys() == json.loads(good)["entries"].keys()
+        assert {s: e.keys() for s, e in _shards(cache).items()} == {s: e.keys() for s, e in good.items()}
     _same_output(_run(root, cache), ref)
 
 
@@ -118,6 +125,6 @@ def test_concurrent_runs_share_a_cache(tmp_path: Path) -> None:
         out, err = p.communicate(timeout=120)
         assert (p.returncode, out, err) == (ref.returncode, ref.stdout, ref.stderr)
     _same_output(_run(root, cache), ref)
-    (pack,) = _packs(cache)
-    assert len(json.loads(pack.read_text())["entries"]) == len(FILES) + 20
-    assert not [p for p in pack.parent.iterdir() if p.name.startswith(".pack-")]  # no temporary left
+    shards = _shards(cache)
+    assert sum(len(e) for e in shards.values()) == len(FILES) + 20
+    assert not list(cache.rglob(".pack-*"))  # no temporary left

@@ -4,7 +4,8 @@ Where: ``--cache-dir DIR``, else ``$NCCLX_CACHE_DIR``, else ``.ncclx_cache/`` in
 root (the nearest folder up from the first path that holds ``.git`` or ``pyproject.toml``;
 none found: no cache).  The folder holds its own ``.gitignore``.
 
-What: one file per tool version and effective options (``v1/<tool>/<options>.json``), mapping
+What: for each tool version and effective options, 256 shard files
+(``v1/<tool>/<options>/<xx>.json``, by a hash of the path: an edit rewrites one), mapping
 each path to its content's digest, the cross-file facts its analysis consumed with their
 answers (``_crossfile``), and its outcome (findings, fixed text and diff, warnings).  A run
 reuses an outcome only where the path, the digest, and every recorded answer (asked again of
@@ -54,6 +55,10 @@ def default_dir(start: str) -> str | None:
         if (d / ".git").exists() or (d / "pyproject.toml").is_file():
             return str(d / DIR_NAME)
     return None
+
+
+def _shard(path: str) -> str:
+    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=1).hexdigest()
 
 
 def _digest(data: bytes) -> str:
@@ -161,25 +166,32 @@ class Cache:
         self.problem: str | None = None  # the first fault met: one warning line
         self.digests: dict[str, str] = {}  # path -> digest of its bytes in this run
         self.pre: dict[str, dict[str, object]] = {}  # path -> its pre-pass facts and trusted status
-        self._pack: str | None = None
-        self._entries: dict[str, dict[str, object]] = {}
+        self._dir: str | None = None  # v1/<tool>/<options>/: one shard file per 1/256 of the paths
+        self._shards: dict[str, dict[str, dict[str, object]]] = {}
         # A file last changed this long before the run began cannot change unseen with its
         # status unchanged (git's "racy" rule): its status alone then says it is unchanged.
         self._settled = time.time_ns() - 2_000_000_000
 
-    def _open(self, options: Options, mode: Mode) -> dict[str, dict[str, object]]:
-        if self._pack is None:
-            self._pack = os.path.join(self.folder, _LAYOUT, _tool_key(), _options_key(options, mode) + ".json")
-            self._entries = self._load(self._pack)
-        return self._entries
+    def _open(self, options: Options, mode: Mode) -> None:
+        if self._dir is None:
+            self._dir = os.path.join(self.folder, _LAYOUT, _tool_key(), _options_key(options, mode))
+
+    def _kept(self, path: str) -> object:
+        """The entry kept for ``path`` (its shard is read on first use: a run over a few files
+        reads a few shards, and an edit rewrites one)."""
+        shard = _shard(path)
+        if shard not in self._shards:
+            assert self._dir is not None
+            self._shards[shard] = self._load(os.path.join(self._dir, shard + ".json"))
+        return self._shards[shard].get(path)
 
     def prepass(self, paths: list[str], options: Options, mode: Mode, index: Indexer) -> SharedNames:
         """The runner's pre-pass (``_shared``, ``_xref``) over ``paths``: a file whose status is
         what the cache kept is not read again (its digest and pre-pass facts are kept)."""
-        entries = self._open(options, mode)
+        self._open(options, mode)
         per_file = []
         for path in paths:
-            pre = self._prepass_one(path, entries.get(path), mode)
+            pre = self._prepass_one(path, self._kept(path), mode)
             if pre is not None:
                 index.note(path, [tuple(i) for i in pre["imports"]])  # type: ignore[attr-defined]
                 per_file.append(list(pre["sets"]))  # type: ignore[call-overload]
@@ -258,11 +270,11 @@ class Cache:
             process: Callable[[list[str], Callable[[str], Outcome]], list[Outcome]]) -> list[Outcome]:
         """The outcomes of ``files``: kept ones where valid, the others from ``process`` (the
         runner's pool, given the worker that records facts), then kept for the next run."""
-        entries = self._open(options, mode)
+        self._open(options, mode)
         out: dict[str, Outcome] = {}
         fresh: dict[str, dict[str, object]] = {}
         for path in dict.fromkeys(files):
-            entry = entries.get(path)
+            entry = self._kept(path)
             hit = self._hit(path, entry, options, mode)
             if hit is not None:
                 out[path] = hit
@@ -279,8 +291,7 @@ class Cache:
                 o = Outcome(**{f.name: getattr(o, f.name) for f in dataclasses.fields(Outcome)})
             out[path] = o
         if fresh:
-            assert self._pack is not None
-            self._save(self._pack, fresh, set(files))
+            self._save(fresh, set(files))
         return [out[f] for f in files]
 
     def _entry(self, path: str, o: Recorded, options: Options, mode: Mode) -> dict[str, object] | None:
@@ -293,8 +304,9 @@ class Cache:
         return {"abspath": self._abs(path), "digest": o.digest, "facts": facts, "outcome": _outcome_json(o),
                 **self.pre.get(path, {})}
 
-    def _save(self, pack: str, fresh: dict[str, dict[str, object]], ran: set[str]) -> None:
-        folder = os.path.dirname(pack)
+    def _save(self, fresh: dict[str, dict[str, object]], ran: set[str]) -> None:
+        assert self._dir is not None
+        folder = self._dir
         try:
             if not os.path.isdir(self.folder):
                 os.makedirs(self.folder, exist_ok=True)
@@ -303,27 +315,34 @@ class Cache:
                 with open(ignore, "w", encoding="utf-8") as fh:
                     fh.write(_GITIGNORE)
             os.makedirs(folder, exist_ok=True)
-            for old in os.listdir(os.path.dirname(folder)):  # other versions' results: never read again
-                if old != os.path.basename(folder):
-                    shutil.rmtree(os.path.join(os.path.dirname(folder), old), ignore_errors=True)
-            # Merged with what is there now (another run may have written meanwhile), less the
-            # entries of files that are gone.
-            entries = {p: e for p, e in self._load(pack).items()
-                       if p in ran or (isinstance(e, dict) and os.path.exists(str(e.get("abspath"))))}
-            entries.update(fresh)
-            fd, tmp = tempfile.mkstemp(prefix=".pack-", suffix=".tmp", dir=folder)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"entries": entries}, fh, separators=(",", ":"))
-                mask = os.umask(0)
-                os.umask(mask)
-                os.chmod(tmp, 0o666 & ~mask)  # as any file the user makes (mkstemp's is 0600)
-                os.replace(tmp, pack)
-            except BaseException:
+            tools = os.path.dirname(os.path.dirname(folder))
+            mine = os.path.basename(os.path.dirname(folder))
+            for old in os.listdir(tools):  # other versions' results: never read again
+                if old != mine:
+                    shutil.rmtree(os.path.join(tools, old), ignore_errors=True)
+            by_shard: dict[str, dict[str, dict[str, object]]] = {}
+            for path, entry in fresh.items():
+                by_shard.setdefault(_shard(path), {})[path] = entry
+            mask = os.umask(0)
+            os.umask(mask)
+            for shard, mine_now in sorted(by_shard.items()):
+                pack = os.path.join(folder, shard + ".json")
+                # Merged with what is there now (another run may have written meanwhile), less
+                # the entries of files that are gone.
+                entries = {p: e for p, e in self._load(pack).items()
+                           if p in ran or (isinstance(e, dict) and os.path.exists(str(e.get("abspath"))))}
+                entries.update(mine_now)
+                fd, tmp = tempfile.mkstemp(prefix=".pack-", suffix=".tmp", dir=folder)
                 try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                        json.dump({"entries": entries}, fh, separators=(",", ":"))
+                    os.chmod(tmp, 0o666 & ~mask)  # as any file the user makes (mkstemp's is 0600)
+                    os.replace(tmp, pack)
+                except BaseException:
+                    try:
+                        os.unlink(tmp)
+                    except OSError:
+                        pass
+                    raise
         except OSError as exc:
             self._fault("written", exc)
