@@ -29,11 +29,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from . import _config
 from ._model import FileResult, Options
-from ._python import transform_source
 from ._scope import context_files
+
+if TYPE_CHECKING:
+    from ._cache import Cache
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run",
            "with_project"]
@@ -129,6 +132,9 @@ def _needs_parse(text: str, options: Options) -> bool:
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
     """The scanner for ``path``'s kind; None when no scanner handles it."""
     if path.endswith((".py", ".pyw")) or path == "-":
+        # libcst comes with it: a run that reuses every result (_cache) never imports it.
+        from ._python import transform_source
+
         return transform_source(text, path, options)
     files = _files_module()
     if files is None:
@@ -330,12 +336,12 @@ def suppression_warnings(text: str, path: str = "") -> list[str]:
 
 
 def with_project(options: Options, mode: Mode, files: Iterable[str],
-                 given: tuple[str, bytes] | None = None) -> Options:
+                 given: tuple[str, bytes] | None = None, cache: Cache | None = None) -> Options:
     """``options`` with the cross-file facts of ``files`` (and of ``given``: a path and the
     bytes it holds, from stdin): the names several files set (_shared) and the project's own
     helpers (_xref).  One read of each file, only what a scanner may read: a kind known by
     name, or no suffix (a script with a #!), read as the scan reads it (regular files, within
-    the size limit)."""
+    the size limit).  With ``cache``, a file unchanged since it was kept is not read again."""
     from ._shared import shared_names
     from ._xref import Indexer
 
@@ -352,7 +358,10 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
 
     paths = [*files, *([given[0]] if given is not None else [])]
     candidates = [f for f in paths if _claims(f) or "." not in os.path.basename(f)]
-    names = shared_names(candidates, read_and_index)
+    if cache is not None and given is None:
+        names = cache.prepass(candidates, options, mode, index)
+    else:
+        names = shared_names(candidates, read_and_index)
     return dataclasses.replace(options, shared_names=names, helpers=index.build(read))
 
 
@@ -364,26 +373,36 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     walked: Iterable[str] = (),
     exclude: Iterable[str] = (),
+    cache: Cache | None = None,
 ) -> RunReport:
     """Scan ``paths``; ``walked`` and ``exclude``: the folders and patterns they were found
-    with, for the rest of their projects (read by the cross-file pre-pass, not scanned)."""
+    with, for the rest of their projects (read by the cross-file pre-pass, not scanned); with
+    ``cache``, only the files whose kept result no longer holds are scanned (_cache)."""
     files = list(paths)
     jobs = worker_count(jobs, len(files))
     # The rest of each file's project: read by the pre-pass, not scanned (labels do not depend
     # on how many files were passed, _scope.py).
     context = context_files(files, walked, exclude)
     if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
-        options = with_project(options, mode, [*files, *context])
+        options = with_project(options, mode, [*files, *context], cache=cache)
     report = RunReport()
-    worker = functools.partial(process_file, options=options, mode=mode)
-    if jobs == 1 or len(files) < 16:
-        it: Iterable[Outcome] = map(worker, files)
-        for i, outcome in enumerate(it, 1):
-            report.outcomes.append(outcome)
-            if progress:
-                progress(i, len(files))
-        return report
-    report.outcomes = _run_pool(files, worker, jobs, progress)
+
+    def process(todo: list[str], worker: Callable[[str], Outcome]) -> list[Outcome]:
+        if jobs == 1 or len(todo) < 16:
+            out = []
+            for i, path in enumerate(todo, 1):
+                out.append(worker(path))
+                if progress:
+                    progress(i, len(todo))
+            return out
+        from ._python import _engine  # noqa: F401  (the workers fork with libcst imported, not each on its own)
+
+        return _run_pool(todo, worker, jobs, progress)
+
+    if cache is not None:
+        report.outcomes = cache.run(files, options, mode, process)
+    else:
+        report.outcomes = process(files, functools.partial(process_file, options=options, mode=mode))
     return report
 
 
