@@ -24,7 +24,7 @@ _EXTRA_CSS = """<style>
 </style>"""
 
 _SCRIPT = r"""
-const W=440,H=250,L=56,R=12,T=12,B=36;
+const W=440,H=250,L=70,R=14,T=12,B=36;
 function fmtSize(n){for(const [u,s] of [["G",2**30],["M",2**20],["K",1024]])if(n>=s&&n%s===0)return (n/s)+u;return n+"B"}
 function draw(dtype){
   document.querySelectorAll(".chips button").forEach(b=>b.classList.toggle("on",b.dataset.t===dtype));
@@ -37,7 +37,7 @@ function draw(dtype){
     const xs=rows.map(r=>Math.log2(r.bytes)),ys=rows.flatMap(r=>r.arms.map(a=>a.busbw_gbps||0));
     const x0=Math.min(...xs),x1=Math.max(...xs,x0+1),y1=Math.max(...ys,1e-9)*1.1;
     const px=x=>L+(x-x0)/(x1-x0)*(W-L-R),py=y=>H-B-(y/y1)*(H-T-B);
-    const o=[`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" role="img" aria-label="busbw of ${esc(c)}">`];
+    const o=[`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" style="width:100%;max-width:640px;height:auto" role="img" aria-label="busbw of ${esc(c)}">`];
     o.push(`<line x1="${L}" y1="${H-B}" x2="${W-R}" y2="${H-B}" stroke="#999"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H-B}" stroke="#999"/>`);
     for(let k=0;k<=4;k++){const y=y1*k/4;o.push(`<text x="${L-4}" y="${py(y)+4}" text-anchor="end">${y.toPrecision(2)}</text>`)}
     rows.forEach(r=>o.push(`<text x="${px(Math.log2(r.bytes))}" y="${H-B+14}" text-anchor="middle">${fmtSize(r.bytes)}</text>`));

@@ -187,6 +187,28 @@ def _max_bytes(torch: Any, device: Any, world: int) -> int | None:
 
 
 def _rank_main(plan: dict[str, Any], rank: int, local_rank: int) -> int:
+    stores: list[Any] = []
+    try:
+        return _rank_body(plan, rank, local_rank, stores)
+    finally:
+        if stores:
+            _finish(stores[0], rank, plan)
+
+
+def _finish(store: Any, rank: int, plan: dict[str, Any]) -> None:
+    """Rank 0 hosts the store (locally): it stays up until every rank is done with it, or a
+    rank that failed fast would take it away from ranks still starting (as the probe does)."""
+    try:
+        store.add("finished", 1)
+        if rank == 0 and plan["host_store"]:
+            deadline = time.monotonic() + plan["pg_timeout"]
+            while store.add("finished", 0) < plan["world"] and time.monotonic() < deadline:
+                time.sleep(0.02)
+    except Exception:
+        pass
+
+
+def _rank_body(plan: dict[str, Any], rank: int, local_rank: int, stores: list[Any]) -> int:
     import torch
     import torch.distributed as dist
 
@@ -202,6 +224,7 @@ def _rank_main(plan: dict[str, Any], rank: int, local_rank: int) -> int:
             store = dist.TCPStore(plan["addr"], plan["port"], world, rank == 0 and plan["host_store"],
                                   timeout=timeout, wait_for_workers=False)
             store = dist.PrefixStore(plan["prefix"], store)
+            stores.append(store)
             device = torch.device(plan["device"], local_rank) if plan["device"] == "cuda" else torch.device("cpu")
             kw: dict[str, Any] = {}
             if device.type == "cuda":
