@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ncclx_migrate._migrate._files import scan
-from ncclx_migrate._migrate._files._cpp_members import LEGACY_ONLY, derive
+from ncclx_migrate._migrate._files._cpp._members import LEGACY_ONLY, derive
 from ncclx_migrate._migrate._model import Options
 from tests.conftest import run_ncclx
 
@@ -180,3 +180,19 @@ def test_cli_suppression_comment(ext: Path, tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("(backend.get());", "(backend.get());  // ncclx: ignore[NCX301]"))
     proc = run_ncclx("migrate", "csrc/comm.cpp", cwd=root)
     assert proc.returncode == 0 and "NCX301" not in proc.stdout
+
+
+def test_the_scanner_is_layered() -> None:
+    """parse -> names/members -> index -> rules -> fixes -> result: each module imports only
+    modules of a lower layer (no circle, no rule that reaches into the fixes)."""
+    import ast
+
+    import ncclx_migrate._migrate._files._cpp as pkg
+
+    layers = ["_parse", "_names", "_members", "_index", "_rules", "_fix", "_result", "__init__"]
+    here = Path(pkg.__file__).parent
+    assert sorted(p.stem for p in here.glob("*.py")) == sorted(layers)
+    for name in layers:
+        tree = ast.parse((here / f"{name}.py").read_text(encoding="utf-8"))
+        deps = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+        assert all(layers.index(d) < layers.index(name) for d in deps), (name, deps)

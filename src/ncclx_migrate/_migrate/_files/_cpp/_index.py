@@ -1,40 +1,32 @@
-"""C++ and CUDA sources: the casts and bindings that nccl2 breaks (NCX301-NCX306).
+"""The index of one C++/CUDA file: its syntax nodes by type, the names in scope, the casts
+to either NCCL class (in the code and in macro bodies), and where the code handles nccl2.
 
-Everything is read from tree-sitter's syntax tree (comments, strings and ``#if 0`` blocks
-are nodes, never matches).  Macro bodies, which the grammar leaves as raw text, are parsed
-on their own: a cast in a macro is reported where the macro defines it (the one place to
-fix), unless every use of the macro is in a function that also handles nccl2.
-
-A function (or macro) that already casts to nccl2's class, or calls the ``ncclx::`` helpers
-of ``<ncclx/compat.h>``, handles both classes: its casts and members are not findings.
-Fixes are all unsafe; the idiom they rewrite is in :mod:`._cpp_fix`.
+Macro bodies, which the grammar leaves as raw text, are parsed on their own: a cast in a
+macro is reported where the macro defines it (the one place to fix), unless every use of the
+macro is in a function that also handles nccl2.  A function (or macro) that already casts to
+nccl2's class, or calls the ``ncclx::`` helpers of ``<ncclx/compat.h>``, handles both classes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from .._model import FileResult, Finding, FixKind, Options, is_selected
-from .._suppress import IGNORE, codes_in
-from ._cpp_members import LEGACY_ONLY
-from ._cpp_names import Kind, Resolver, text_of
-from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
-from ._text import Edit, LineIndex, apply_edits
+from ..._model import Options
+from ._names import Kind, Resolver, text_of
+from ._parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
 
-__all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "cast_operand",
-           "may_match", "scan_cpp", "scan_edit"]
+__all__ = ["CHECKED", "NCCL2_HEADER", "UNCHECKED", "Cast", "Scan", "Unit", "cast_operand", "declarator_name",
+           "function_of", "may_match", "pure"]
 
 CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_pointer_cast"})
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
                        "static_intrusive_pointer_cast", "reinterpret_intrusive_pointer_cast"})
 _SHIM_CALLS = frozenset({"comm_ptr", "is_nccl", "nccl_kind"})
-_SUPPRESS = re.compile(IGNORE)
 _MACRO_PREFIX = b"void __ncclx_macro_body__() {\n"
-_FUNCS = ("function_definition", "lambda_expression")
 NCCL2_HEADER = "torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp"
 
 
@@ -70,17 +62,6 @@ class Cast:
     @property
     def checked(self) -> bool:
         return self.fn in CHECKED
-
-
-@dataclass
-class Hit:
-    offset: int  # file byte offset
-    code: str
-    message: str
-    fix: FixKind = FixKind.NONE
-    detail: str = ""
-    edits: list[Edit] = field(default_factory=list)  # character offsets
-    include: str = ""  # the include block an applied fix needs (once per file)
 
 
 class Scan:
@@ -163,65 +144,6 @@ class Scan:
         uses = named(self.root, self.cuda, name)
         return bool(uses) and all(self.handles_nccl2(u, self.main) for u in uses)
 
-    # --- results ---
-    def result(self, hits: list[Hit]) -> FileResult:
-        if not hits:
-            return FileResult(self.path)
-        index = LineIndex(self.src.text)
-        quiet = self._suppressions()
-        findings: list[Finding] = []
-        taken: list[Edit] = []
-        includes: list[str] = []
-        for hit in sorted(hits, key=lambda h: (h.offset, h.code)):
-            if not is_selected(hit.code, self.options):
-                continue
-            offset = self.src.char(hit.offset)
-            row, col = index.position(offset)
-            codes = quiet.get(row, frozenset())
-            if "*" in codes or any(hit.code.startswith(c) for c in codes):
-                continue
-            applied = False
-            if hit.edits and self.options.wants_fix(hit.fix) \
-                    and not any(_overlaps(e, t) for e in hit.edits for t in taken):
-                taken.extend(hit.edits)
-                applied = True
-                if hit.include and hit.include not in includes:
-                    includes.append(hit.include)
-            findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
-        for inc in includes:
-            edit = self.include_edit(inc)
-            if edit is not None:
-                taken.append(edit)
-        new_text = apply_edits(self.src.text, taken) if taken else None
-        return FileResult(self.path, findings, None if new_text == self.src.text else new_text)
-
-    def _suppressions(self) -> dict[int, frozenset[str]]:
-        out: dict[int, frozenset[str]] = {}
-        for c in self.nodes["comment"]:
-            for m in _SUPPRESS.finditer(text_of(c)):
-                line = c.start_point.row + 1
-                out[line] = out.get(line, frozenset()) | codes_in(m)
-        return out
-
-    def include_edit(self, block: str) -> Edit | None:
-        """``block`` (an include, maybe guarded) after the file's includes, unless present."""
-        header = re.search(r"#include\s*(<[^>]+>)", block)
-        includes = self.nodes["preproc_include"]
-        if header and any(text_of(n.child_by_field_name("path")) == header.group(1) for n in includes):
-            return None
-        nl = "\r\n" if "\r\n" in self.src.text else "\n"
-        block = block.replace("\n", nl)
-        legacy = [n for n in includes if text_of(n.child_by_field_name("path")).endswith(
-            "c10d/ProcessGroupNCCL.hpp>") and "nccl2" not in text_of(n)]
-        top = [n for n in includes if n.parent is not None and n.parent.type == "translation_unit"]
-        if not (legacy or top):
-            return Edit(0, 0, block)
-        anchor = (legacy or top)[-1]
-        end = self.src.char(anchor.end_byte)
-        if not self.src.text[:end].endswith("\n"):
-            return Edit(end, end, nl + block.rstrip("\r\n"))
-        return Edit(end, end, block)
-
 
 def _cast_parts(n: Node) -> tuple[str, Node] | None:
     """(cast function, target type node) when ``n`` is a cast expression."""
@@ -271,20 +193,36 @@ def _in_error(n: Node) -> bool:
     return False
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
-    return (a.start < b.end and b.start < a.end) or (a.start == a.end == b.start == b.end)
+def function_of(n: Node) -> Node | None:
+    """The innermost function definition holding ``n``."""
+    p = n.parent
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p
 
 
-def scan_cpp(path: str, text: str, options: Options) -> FileResult:
-    from ._cpp_rules import find_error, hits
-
-    scan = Scan(path, text, options)
-    error = find_error(scan)
-    if error is not None:
-        return FileResult(path, error=error)
-    return scan.result(list(hits(scan)))
+def declarator_name(d: Node | None) -> str:
+    """The name a declarator declares (through pointers, references, initialisers)."""
+    while d is not None and d.type not in ("identifier", "field_identifier"):
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return text_of(d)
 
 
-def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
-    """Replace node ``n`` of ``scan``'s file with ``new`` (byte offsets to text offsets)."""
-    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
+_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
+
+
+def pure(n: Node) -> bool:
+    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
+    ``this`` and calls of the getters that reach a backend or its name."""
+    if n.type in ("identifier", "qualified_identifier", "this"):
+        return True
+    if n.type == "field_expression":
+        arg = n.child_by_field_name("argument")
+        return arg is not None and pure(arg)
+    if n.type == "call_expression":
+        fn = n.child_by_field_name("function")
+        args = n.child_by_field_name("arguments")
+        return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
+                and pure(fn) and args is not None
+                and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
+    return False

@@ -26,21 +26,70 @@ import re
 
 from tree_sitter import Node
 
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand, scan_edit
-from ._cpp_names import Kind, text_of
-from ._cpp_parse import walk
-from ._text import Edit
+from ..._model import FixKind
+from .._text import Edit
+from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, pure
+from ._members import LEGACY_ONLY
+from ._names import Kind, text_of
+from ._parse import walk
+from ._rules import Hit
 
-__all__ = ["idiom_fix", "pure"]
+__all__ = ["add_fixes", "include_edit"]
 
 _CHECKS = frozenset({"TORCH_CHECK", "TORCH_INTERNAL_ASSERT", "CHECK", "assert", "AT_ASSERT", "TORCH_CHECK_VALUE"})
-_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
 _NCCL2 = "c10d::nccl2::ProcessGroupNCCL"
 GUARDED_INCLUDE = (f"#if __has_include(<{NCCL2_HEADER}>)\n#include <{NCCL2_HEADER}>\n#endif\n")
 SHIM_INCLUDE = "#include <ncclx/compat.h>\n"
 
 
-def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
+def add_fixes(scan: Scan, hits: list[Hit]) -> None:
+    """Give each hit the (unsafe) edits that fix it, where a rewrite is known."""
+    for hit in hits:
+        cast = hit.cast
+        if hit.code == "NCX301" and cast is not None and cast.unit.macro is None and cast.kind is Kind.LEGACY:
+            fix = _idiom_fix(scan, cast)
+            if fix is not None:
+                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+        elif hit.code == "NCX304" and hit.node is not None and hit.replacement:
+            operand = _compared(hit.node)
+            if operand is not None and pure(operand):
+                hit.fix, hit.edits = FixKind.UNSAFE, [scan_edit(scan, hit.node, hit.replacement)]
+
+
+def _compared(n: Node) -> Node | None:
+    """The side of ``x == "nccl"`` that is not the literal."""
+    left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    return right if left.type == "string_literal" else left
+
+
+def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
+    """Replace node ``n`` of ``scan``'s file with ``new`` (byte offsets to text offsets)."""
+    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
+
+
+def include_edit(scan: Scan, block: str) -> Edit | None:
+    """``block`` (an include, maybe guarded) after the file's includes, unless present."""
+    header = re.search(r"#include\s*(<[^>]+>)", block)
+    includes = scan.nodes["preproc_include"]
+    if header and any(text_of(n.child_by_field_name("path")) == header.group(1) for n in includes):
+        return None
+    nl = "\r\n" if "\r\n" in scan.src.text else "\n"
+    block = block.replace("\n", nl)
+    legacy = [n for n in includes if text_of(n.child_by_field_name("path")).endswith(
+        "c10d/ProcessGroupNCCL.hpp>") and "nccl2" not in text_of(n)]
+    top = [n for n in includes if n.parent is not None and n.parent.type == "translation_unit"]
+    if not (legacy or top):
+        return Edit(0, 0, block)
+    anchor = (legacy or top)[-1]
+    end = scan.src.char(anchor.end_byte)
+    if not scan.src.text[:end].endswith("\n"):
+        return Edit(end, end, nl + block.rstrip("\r\n"))
+    return Edit(end, end, block)
+
+
+def _idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
     """(edits, include block) for the idiom around ``cast``, or None when it is not one."""
     init = cast.node.parent
     if init is not None and init.type == "declaration" and init.parent is not None \
@@ -175,23 +224,6 @@ def _name_node(d: Node | None) -> Node | None:
     while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
         d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
     return d if d is not None and d.type == "identifier" else None
-
-
-def pure(n: Node) -> bool:
-    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
-    ``this`` and calls of the getters that reach a backend or its name."""
-    if n.type in ("identifier", "qualified_identifier", "this"):
-        return True
-    if n.type == "field_expression":
-        arg = n.child_by_field_name("argument")
-        return arg is not None and pure(arg)
-    if n.type == "call_expression":
-        fn = n.child_by_field_name("function")
-        args = n.child_by_field_name("arguments")
-        return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
-                and pure(fn) and args is not None
-                and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
-    return False
 
 
 def _own_lines(scan: Scan, decl: Node) -> bool:

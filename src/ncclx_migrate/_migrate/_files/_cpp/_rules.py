@@ -1,19 +1,39 @@
-"""NCX301-NCX306 over a parsed C++ file (:class:`._cpp.Scan`)."""
+"""NCX301-NCX306 over an indexed C++ file (:class:`._index.Scan`): what is wrong and where.
+
+A rule says what a fix would need (the cast, the node and its replacement); whether and how
+to rewrite is :mod:`._fix`'s.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from .._model import FixKind
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand, scan_edit
-from ._cpp_fix import idiom_fix, pure
-from ._cpp_names import Kind, text_of
-from ._cpp_parse import walk
+from ..._model import FixKind
+from .._text import Edit
+from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, declarator_name, function_of
+from ._members import LEGACY_ONLY
+from ._names import Kind, text_of
+from ._parse import walk
 
-__all__ = ["find_error", "hits"]
+__all__ = ["Hit", "find_error", "hits"]
+
+
+@dataclass
+class Hit:
+    offset: int  # file byte offset
+    code: str
+    message: str
+    fix: FixKind = FixKind.NONE  # set by ._fix with the edits
+    detail: str = ""
+    edits: list[Edit] = field(default_factory=list)  # character offsets
+    include: str = ""  # the include block an applied fix needs (once per file)
+    cast: Cast | None = None  # NCX301/302: the cast reported
+    node: Node | None = None  # the node a replacement would take
+    replacement: str = ""  # its new text, when a rule can say it
 
 # What a rule would report, as text: a cast to the class, a base class, a compare with "nccl".
 _REPORTABLE = re.compile(
@@ -85,10 +105,7 @@ def _cast_hit(scan: Scan, cast: Cast) -> Hit:
                   detail=(f"Under torch 2.15's nccl2 the backend is c10d::nccl2::ProcessGroupNCCL, a sibling class, "
                           f"so this cast gives null. Add a second branch, `{_GUARDED_CAST}({arg})` under "
                           f"`#if __has_include(<{NCCL2_HEADER}>)` (with that include), or use {shim}."))
-        if cast.unit.macro is None and cast.kind is Kind.LEGACY:
-            fix = idiom_fix(scan, cast)
-            if fix is not None:
-                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+        hit.cast = cast
         return hit
     message = f"{cast.fn} to {_cls(cast)}: undefined behaviour under nccl2"
     return Hit(start, "NCX302", message if len(message) <= 88 else message.replace("undefined behaviour", "UB"),
@@ -116,7 +133,7 @@ def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
             legacy = typed or (value is not None and (
                 (value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY) or _const_cast_to_legacy(scan, value)))
-            name = _declarator_name(d)
+            name = declarator_name(d)
             if legacy and name:
                 out[name] = n.start_byte
     return out
@@ -133,18 +150,12 @@ def _from_legacy(scan: Scan, cast: Cast) -> bool:
     """Is the operand of ``cast`` already a pointer to the legacy class (a parameter or local
     of that type, or a const_cast to it)?"""
     operand = cast_operand(cast.node)
-    fn = _function(cast.node)
+    fn = function_of(cast.node)
     if operand is None or fn is None:
         return False
     if operand.type == "identifier":
         return _legacy_vars(scan, fn).get(text_of(operand), 1 << 62) < operand.start_byte
     return _const_cast_to_legacy(scan, operand)
-
-
-def _declarator_name(d: Node | None) -> str:
-    while d is not None and d.type not in ("identifier", "field_identifier"):
-        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
-    return text_of(d)
 
 
 def _members(scan: Scan) -> Iterator[Hit]:
@@ -159,7 +170,7 @@ def _members(scan: Scan) -> Iterator[Hit]:
             arg = arg.named_children[0]
         if arg is None:
             continue
-        fn = _function(n)
+        fn = function_of(n)
         legacy = arg.id in cast_at
         if not legacy and arg.type == "identifier" and fn is not None:
             names = fns.setdefault(fn.id, _legacy_vars(scan, fn))
@@ -173,13 +184,6 @@ def _members(scan: Scan) -> Iterator[Hit]:
                   detail=(f"c10d::nccl2::ProcessGroupNCCL does not declare {member}{base} (torch 2.15.0 headers). "
                           "Keep the call on the legacy branch only, behind a dynamic_cast to the legacy class, "
                           "and give the nccl2 branch its own path."))
-
-
-def _function(n: Node) -> Node | None:
-    p = n.parent
-    while p is not None and p.type != "function_definition":
-        p = p.parent
-    return p
 
 
 # --- NCX304: backend name compared with "nccl" ---
@@ -204,9 +208,7 @@ def _name_compares(scan: Scan) -> Iterator[Hit]:
                   detail=(f'Under torch 2.15 getBackendName() of the default NCCL backend is "nccl2". Replace '
                           f"`{text_of(n)}` with `{new}` (and check what the branch does with the backend: "
                           "a cast to the legacy class there fails under nccl2)."))
-        if pure(other):
-            hit.fix = FixKind.UNSAFE
-            hit.edits = [scan_edit(scan, n, new)]
+        hit.node, hit.replacement = n, new
         yield hit
 
 
@@ -220,10 +222,10 @@ def _names_backend(scan: Scan, n: Node) -> bool:
     "nccl" under nccl2 too, so its getBackendName() is not one."""
     call = _name_call(n)
     if call is None and n.type == "identifier":
-        fn = _function(n)
+        fn = function_of(n)
         for d in walk(fn) if fn is not None else ():
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            if value is not None and _declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
+            if value is not None and declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
                 call = _name_call(value)
     if call is None:
         return False
@@ -254,7 +256,7 @@ def _is_process_group(scan: Scan, receiver: Node) -> bool:
             continue
         for decl in walk(d):
             if decl.type in ("parameter_declaration", "declaration") and any(
-                    _declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
+                    declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
                 return bool(_PG_TYPE.search(text_of(decl.child_by_field_name("type"))))
     low = spelled.lower()
     return "backend" not in low and ("process_group" in low or "processgroup" in low or low.rstrip("_") in ("pg", "group"))
@@ -280,7 +282,7 @@ def _bindings(scan: Scan) -> Iterator[Hit]:
         return
     defs: dict[str, list[Node]] = {}
     for n in scan.nodes["function_definition"]:
-        name = _declarator_name(n.child_by_field_name("declarator"))
+        name = declarator_name(n.child_by_field_name("declarator"))
         defs.setdefault(name, []).append(n)
     seen: set[int] = set()
     for n in scan.nodes["call_expression"]:
