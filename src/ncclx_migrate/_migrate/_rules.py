@@ -131,6 +131,9 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX306", "legacy-subclass",
          "a class derived from legacy ProcessGroupNCCL: it works only while the rollback does",
          (_N,), "2.14, 2.15", _CPP),
+    Rule("NCX307", "legacy-construction",
+         "the code builds legacy ProcessGroupNCCL itself (make_intrusive, make_shared, new): it compiles only while the rollback ships",
+         (_U, _N), "2.14, 2.15", _CPP),
 )
 
 _BY_CODE = {r.code: r for r in RULES}

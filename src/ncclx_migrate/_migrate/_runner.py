@@ -29,10 +29,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
+
+if TYPE_CHECKING:
+    from ._files._cpp._bindings import Project
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
@@ -345,6 +349,7 @@ def run(
         # or no suffix (a script with a #!), read as the scan reads it (regular files, within
         # the size limit).
         index = Indexer()
+        cpp = _cpp_project(files)  # the functions its C++ files bind to Python
 
         def read(f: str) -> bytes | None:
             return _read(f, mode)
@@ -353,11 +358,14 @@ def run(
             raw = read(f)
             if raw is not None:
                 index.add(f, raw)
+                if cpp is not None:
+                    cpp.add(f, raw)
             return raw
 
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
         names = shared_names(candidates, read_and_index)
-        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
+        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read),
+                                      cpp_bound=cpp.bound() if cpp is not None else ())
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:
@@ -369,6 +377,16 @@ def run(
         return report
     report.outcomes = _run_pool(files, worker, jobs, progress)
     return report
+
+
+def _cpp_project(files: list[str]) -> Project | None:
+    """The C++ pre-pass (:class:`._files._cpp._bindings.Project`) when the run has C++ files."""
+    files_module = _files_module()
+    if files_module is None or not any(files_module.file_kind(f) == "cpp" for f in files):
+        return None
+    from ._files._cpp._bindings import Project
+
+    return Project.new()
 
 
 # More workers than this only contend for the CPUs (and each holds a parse in memory).

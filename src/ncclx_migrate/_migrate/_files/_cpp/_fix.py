@@ -50,10 +50,96 @@ def add_fixes(scan: Scan, hits: list[Hit]) -> None:
             fix = _idiom_fix(scan, cast)
             if fix is not None:
                 hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+        elif hit.code == "NCX307" and hit.node is not None:
+            edits = _construction_fix(scan, hit.node)
+            if edits is not None:
+                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, edits, GUARDED_INCLUDE
         elif hit.code == "NCX304" and hit.node is not None and hit.replacement:
             operand = _compared(hit.node)
             if operand is not None and pure(operand):
                 hit.fix, hit.edits = FixKind.UNSAFE, [scan_edit(scan, hit.node, hit.replacement)]
+
+
+# What a self-built backend may be used for when the fix builds nccl2's class instead: a
+# member both classes declare, or handing it on as a c10d::Backend.
+_HANDS_ON = frozenset({"setBackend", "registerBackend"})
+
+
+def _construction_fix(scan: Scan, build: Node) -> list[Edit] | None:
+    """``auto b = make_intrusive<c10d::ProcessGroupNCCL>(...);`` (or ``return`` of it from a
+    function returning a ``c10d::Backend`` pointer) on its own lines, whose variable is only
+    asked for members nccl2's class declares too or handed to ``setBackend``: the same
+    statement building ``c10d::nccl2::ProcessGroupNCCL`` under ``__has_include``, the legacy
+    one in the ``#else``."""
+    found = next((b for b in scan.values.builds if b.node.id == build.id), None)
+    stmt = build.parent
+    if found is None or stmt is None:
+        return None
+    if stmt.type == "return_statement":
+        fn = _enclosing_function(stmt)
+        ret = fn.child_by_field_name("type") if fn is not None else None
+        if ret is None or "Backend" not in text_of(ret) or "ProcessGroupNCCL" in text_of(ret):
+            return None
+    else:
+        decl = stmt.parent
+        ty = decl.child_by_field_name("type") if decl is not None else None
+        if decl is None or stmt.type != "init_declarator" or decl.type != "declaration" or ty is None \
+                or ty.type != "placeholder_type_specifier" or len(decl.children_by_field_name("declarator")) != 1 \
+                or stmt.child_by_field_name("value") != build:
+            return None
+        var = _name_node(stmt.child_by_field_name("declarator"))
+        block = decl.parent
+        if var is None or block is None or any(not _hands_on(u) for u in walk(block)
+                                               if u.type == "identifier" and text_of(u) == text_of(var)
+                                               and u.start_byte >= decl.end_byte):
+            return None
+        stmt = decl
+    if stmt.parent is None or stmt.parent.type != "compound_statement" or not _own_lines(scan, stmt):
+        return None
+    text = scan.src.text
+    start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
+    indent = text[text.rfind("\n", 0, start) + 1:start]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    nl = "\r\n" if text[:line_end].endswith("\r\n") else "\n"
+    body = text_of(stmt)
+    s, e = found.name.start_byte - stmt.start_byte, found.name.end_byte - stmt.start_byte
+    copy = body[:s] + _NCCL2 + body[e:]
+    line_start = text.rfind("\n", 0, start) + 1
+    block_text = (f"#if __has_include(<{NCCL2_HEADER}>){nl}{indent}{copy}{nl}#else{nl}"
+                  f"{indent}{body}{nl}#endif{nl}")
+    if not text[:line_end].endswith("\n"):
+        block_text = block_text.rstrip("\r\n")
+    return [Edit(line_start, line_end, block_text)]
+
+
+def _enclosing_function(n: Node) -> Node | None:
+    p = n.parent
+    while p is not None and p.type not in ("function_definition", "lambda_expression"):
+        p = p.parent
+    return p if p is not None and p.type == "function_definition" else None
+
+
+def _hands_on(use: Node) -> bool:
+    """A use of a self-built backend that nccl2's class serves as well."""
+    p = use.parent
+    if p is not None and p.type == "call_expression" and text_of(p.child_by_field_name("function")) in ("std::move",):
+        use, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "field_expression" and p.child_by_field_name("argument") == use:
+        field = text_of(p.child_by_field_name("field"))
+        return field not in LEGACY_ONLY and field != "get" and p.parent is not None \
+            and p.parent.type == "call_expression"
+    if p.type == "return_statement":
+        fn = _enclosing_function(p)
+        ret = text_of(fn.child_by_field_name("type")) if fn is not None else ""
+        return "Backend" in ret and "ProcessGroupNCCL" not in ret
+    if p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
+        fn = p.parent.child_by_field_name("function")
+        callee = fn.child_by_field_name("field") if fn is not None and fn.type == "field_expression" else fn
+        return text_of(callee) in _HANDS_ON
+    return False
 
 
 def _compared(n: Node) -> Node | None:

@@ -18,6 +18,8 @@ from tree_sitter import Node
 from ..._model import Options
 from ._names import Kind, Resolver, text_of
 from ._parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
+from ._values import Values, names_process_group, strip
+from ._views import View
 
 __all__ = ["CHECKED", "NCCL2_HEADER", "UNCHECKED", "Cast", "Scan", "Unit", "cast_operand", "declarator_name",
            "function_of", "may_match", "pure"]
@@ -65,11 +67,12 @@ class Cast:
 
 
 class Scan:
-    def __init__(self, path: str, text: str, options: Options) -> None:
+    def __init__(self, path: str, text: str, options: Options, view: View | None = None) -> None:
         self.path = path
         self.options = options
         self.src = Source(text, text.encode("utf-8"))
-        tree, self.parsed = parse_bytes(path, self.src.data)
+        self.view = view  # the arms of #if/#else read (None: the file as written)
+        tree, self.parsed = parse_bytes(path, self.src.data if view is None else view.data)
         self.root = tree.root_node
         self.cuda = is_cuda(path)
         self.nodes = index(tree, self.cuda)
@@ -81,6 +84,7 @@ class Scan:
         self.units = [self.main, *self._macro_units()]
         self.casts = [c for u in self.units for c in self._casts(u)]
         self.nccl2_at = self._nccl2_evidence()
+        self.values = Values(self.root, self.cuda, self.nodes, self.resolver)
 
     # --- structure ---
     def _macro_units(self) -> Iterator[Unit]:
@@ -132,6 +136,42 @@ class Scan:
             return unit.macro.start_byte, unit.macro.end_byte
         fn = _outer_function(n)
         return (fn.start_byte, fn.end_byte) if fn is not None else (0, len(self.parsed))
+
+    def self_built(self, n: Node | None) -> bool:
+        """Is ``n`` provably an object this file built as the legacy class (:mod:`._values`)?"""
+        return n is not None and self.values.built(n)
+
+    def from_process_group(self, n: Node | None) -> bool:
+        """Is ``n`` (``pg``, ``pg.get()``, ``*pg``, ``this->pg_``) declared a
+        ``c10d::ProcessGroup`` (a pointer, smart pointer or reference to one)?"""
+        if n is None:
+            return False
+        n = strip(n)
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) != "get":
+                return False
+            n = strip(fn.child_by_field_name("argument") or n)
+        name = text_of(n.child_by_field_name("field")) if n.type == "field_expression" \
+            else text_of(n) if n.type == "identifier" else ""
+        ty = self.declared_type(n, name) if name else None
+        return ty is not None and names_process_group(text_of(ty))
+
+    def declared_type(self, at: Node, name: str) -> Node | None:
+        """The type ``name`` is declared with where ``at`` uses it: a parameter or local of the
+        function around, else a member declared in the file."""
+        fn = function_of(at)
+        for d in walk(fn) if fn is not None else ():
+            if d.type in ("parameter_declaration", "optional_parameter_declaration", "declaration") \
+                    and d.start_byte < at.start_byte \
+                    and any(declarator_name(x) == name for x in d.children_by_field_name("declarator")):
+                return d.child_by_field_name("type")
+        for c in self.nodes["class_specifier"] + self.nodes["struct_specifier"]:
+            for d in walk(c):
+                if d.type == "field_declaration" and any(
+                        declarator_name(x) == name for x in d.children_by_field_name("declarator")):
+                    return d.child_by_field_name("type")
+        return None
 
     def handles_nccl2(self, n: Node, unit: Unit) -> bool:
         lo, hi = self.context(n, unit)
