@@ -196,7 +196,7 @@ def test_the_scanner_is_layered() -> None:
 
     import ncclx_migrate._migrate._files._cpp as pkg
 
-    layers = ["_parse", "_views", "_names", "_members", "_values", "_index", "_bindings", "_rules", "_fix", "_result", "__init__"]
+    layers = ["_parse", "_views", "_names", "_members", "_values", "_index", "_bindings", "_rules", "_setup", "_layout", "_fix", "_result", "__init__"]
     here = Path(pkg.__file__).parent
     assert sorted(p.stem for p in here.glob("*.py")) == sorted(layers)
     for name in layers:
@@ -246,3 +246,64 @@ def test_an_arm_that_handles_nccl2_is_not_lost_in_a_view() -> None:
     )
     assert _findings("x.cpp", src) == []
     assert _findings("x.cpp", src.replace("nccl2::", "")) == [(6, "NCX301"), (8, "NCX301")]
+
+
+def test_use_shim_adds_the_include_folder_to_a_provable_setup_py(tmp_path: Path) -> None:
+    """--use-shim rewrites comm.cpp to include <ncclx/compat.h>: a setup.py that builds it with
+    torch.utils.cpp_extension from literal sources gets the folder in include_dirs; a build that
+    cannot be read (sources from glob, CMake) is told in the finding what to add."""
+    from ncclx_migrate._migrate._runner import Mode, run
+
+    opts = Options(apply_safe=True, apply_unsafe=True, use_shim=True)
+    (tmp_path / "csrc").mkdir()
+    shutil.copyfile(CPP / "idiom_raw.in.cpp", tmp_path / "csrc" / "comm.cpp")
+    setup_py = tmp_path / "setup.py"
+    setup_py.write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CppExtension\n\n"
+        'setup(ext_modules=[CppExtension("ext", ["csrc/comm.cpp"])], cmdclass={"build_ext": BuildExtension})\n')
+    files = [str(setup_py), str(tmp_path / "csrc" / "comm.cpp")]
+    report = run(files, opts, Mode(write=True), jobs=1)
+    text = setup_py.read_text()
+    assert 'CppExtension("ext", ["csrc/comm.cpp"], include_dirs=[ncclx_migrate.backend.get_include()])' in text
+    assert "import ncclx_migrate.backend\n" in text
+    compile(text, "setup.py", "exec")
+    detail = next(f.detail for o in report.outcomes for f in o.result.findings if f.code == "NCX301")
+    assert "added to setup.py's include_dirs" in detail
+    assert run(files, opts, Mode(write=True), jobs=1).outcomes[0].result.new_text is None  # nothing more
+
+    # Sources computed by glob: not provable, the setup.py is left alone and the finding says what to add.
+    shutil.copyfile(CPP / "idiom_raw.in.cpp", tmp_path / "csrc" / "comm.cpp")
+    setup_py.write_text(
+        "import glob\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension\n\n"
+        'setup(ext_modules=[CppExtension("ext", glob.glob("csrc/*.cpp"))])\n')
+    before = setup_py.read_text()
+    report = run(files, opts, Mode(write=True), jobs=1)
+    assert setup_py.read_text() == before
+    detail = next(f.detail for o in report.outcomes for f in o.result.findings if f.code == "NCX301")
+    assert "ncclx_migrate.backend.get_include()" in detail and "target_include_directories" in detail
+
+
+def test_added_lines_follow_the_clang_format_column_limit(tmp_path: Path) -> None:
+    """With a .clang-format above the file, every line a fix adds fits its ColumnLimit (broken
+    after `=`, between arguments, before `||`/`:`); without one, the lines are as before."""
+    src = read(CPP / "idiom_raw.in.cpp")
+    opts = Options(apply_unsafe=True)
+    plain = scan(str(tmp_path / "plain" / "comm.cpp"), src, opts)
+    assert plain is not None and plain.new_text == read(CPP / "idiom_raw.unsafe.cpp")
+    assert max(len(line) for line in plain.new_text.splitlines()) > 80
+    (tmp_path / "styled" / "src").mkdir(parents=True)
+    path = tmp_path / "styled" / "src" / "comm.cpp"
+    (tmp_path / "styled" / ".clang-format").write_text("---\nLanguage: Cpp\nBasedOnStyle: Google\nColumnLimit: 80\n")
+    result = scan(str(path), src, opts)
+    assert result is not None and result.new_text is not None
+    old = set(src.splitlines())
+    added = [line for line in result.new_text.splitlines() if line not in old]
+    assert added and all(len(line) <= 80 for line in added), [x for x in added if len(x) > 80]
+    assert "      dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>(backend.get());" in added
+    again = scan(str(path), result.new_text, opts)
+    assert again is not None and again.new_text is None
+    from ncclx_migrate._migrate._files._cpp._parse import parse_bytes
+
+    tree, _ = parse_bytes("x.cpp", result.new_text.encode())
+    assert not tree.root_node.has_error

@@ -131,7 +131,12 @@ def _needs_parse(text: str, options: Options) -> bool:
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
     """The scanner for ``path``'s kind; None when no scanner handles it."""
     if path.endswith((".py", ".pyw")) or path == "-":
-        return transform_source(text, path, options)
+        py = transform_source(text, path, options)
+        if options.cpp_shim_builds and os.path.basename(path) == "setup.py":
+            from ._files._cpp._setup import setup_result
+
+            py = setup_result(path, text, py, options)
+        return py
     files = _files_module()
     if files is None:
         return None
@@ -366,6 +371,8 @@ def run(
         names = shared_names(candidates, read_and_index)
         options = dataclasses.replace(options, shared_names=names, helpers=index.build(read),
                                       cpp_bound=cpp.bound() if cpp is not None else ())
+        if cpp is not None and options.use_shim and options.apply_unsafe:
+            options = dataclasses.replace(options, cpp_shim_builds=_cpp_shim_builds(files, options, mode))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:
@@ -387,6 +394,25 @@ def _cpp_project(files: list[str]) -> Project | None:
     from ._files._cpp._bindings import Project
 
     return Project.new()
+
+
+def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tuple[str, str], ...]:
+    """--use-shim: the setup.py files whose C++ sources the shim fix rewrites (_cpp/_setup.py)."""
+    from ._files._cpp import scan_cpp
+    from ._files._cpp._setup import shim_builds
+
+    def text(f: str) -> str | None:
+        raw = _read(f, mode)
+        try:
+            return decode(raw)[0] if raw is not None else None
+        except ValueError:
+            return None
+
+    def shimmed(path: str, body: str) -> bool:
+        new = scan_cpp(path, body, options).new_text
+        return new is not None and "<ncclx/compat.h>" in new and "<ncclx/compat.h>" not in body
+
+    return shim_builds(files, text, shimmed)
 
 
 # More workers than this only contend for the CPUs (and each holds a parse in memory).

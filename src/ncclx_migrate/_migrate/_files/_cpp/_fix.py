@@ -22,6 +22,7 @@ or, with ``--use-shim``, into the helpers of ``<ncclx/compat.h>`` (``ncclx::is_n
 
 from __future__ import annotations
 
+import os
 import re
 
 from tree_sitter import Node
@@ -33,6 +34,7 @@ from ._members import LEGACY_ONLY
 from ._names import Kind, text_of
 from ._parse import walk
 from ._rules import Hit
+from ._setup import BUILD_HINT, SETUP_HINT
 
 __all__ = ["add_fixes", "include_edit"]
 
@@ -50,6 +52,9 @@ def add_fixes(scan: Scan, hits: list[Hit]) -> None:
             fix = _idiom_fix(scan, cast)
             if fix is not None:
                 hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+                if hit.include == SHIM_INCLUDE and "<ncclx/compat.h>" not in scan.src.text:
+                    built = os.path.normpath(scan.path) in {src for _, src in scan.options.cpp_shim_builds}
+                    hit.detail += f" With --use-shim the fix includes <ncclx/compat.h>: {SETUP_HINT if built else BUILD_HINT}."
         elif hit.code == "NCX307" and hit.node is not None:
             edits = _construction_fix(scan, hit.node)
             if edits is not None:
@@ -157,14 +162,14 @@ def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
 
 def include_edit(scan: Scan, block: str) -> Edit | None:
     """``block`` (an include, maybe guarded) after the file's includes, unless present."""
-    header = re.search(r"#include\s*(<[^>]+>)", block)
+    header = re.search(r"#include\s*<([^>]+)>", block)
     includes = scan.nodes["preproc_include"]
-    if header and any(text_of(n.child_by_field_name("path")) == header.group(1) for n in includes):
+    if header and any(_header(n) == header.group(1) for n in includes):
         return None
     nl = "\r\n" if "\r\n" in scan.src.text else "\n"
     block = block.replace("\n", nl)
-    legacy = [n for n in includes if text_of(n.child_by_field_name("path")).endswith(
-        "c10d/ProcessGroupNCCL.hpp>") and "nccl2" not in text_of(n)]
+    # After the legacy include (``<...>`` or quoted), inside whatever #ifdef holds it.
+    legacy = [n for n in includes if _header(n).endswith("c10d/ProcessGroupNCCL.hpp") and "nccl2" not in _header(n)]
     top = [n for n in includes if n.parent is not None and n.parent.type == "translation_unit"]
     if not (legacy or top):
         return Edit(0, 0, block)
@@ -173,6 +178,11 @@ def include_edit(scan: Scan, block: str) -> Edit | None:
     if not scan.src.text[:end].endswith("\n"):
         return Edit(end, end, nl + block.rstrip("\r\n"))
     return Edit(end, end, block)
+
+
+def _header(include: Node) -> str:
+    """The header an ``#include`` names, without its ``<>`` or quotes."""
+    return text_of(include.child_by_field_name("path")).strip().strip('<>"')
 
 
 def _idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:

@@ -11,6 +11,7 @@ from ..._suppress import IGNORE, codes_in
 from .._text import Edit, LineIndex, apply_edits
 from ._fix import include_edit
 from ._index import Scan
+from ._layout import column_limit, fit_touched
 from ._names import text_of
 from ._rules import Hit, Unreadable
 from ._views import Arm
@@ -131,7 +132,19 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
         if edit is not None:
             taken.append(edit)
     new_text = apply_edits(scan.src.text, taken) if taken else None
+    limit = column_limit(scan.path) if new_text is not None else None
+    if new_text is not None and limit is not None:
+        new_text = fit_touched(new_text, _new_spans(taken), limit)
     return FileResult(scan.path, findings, None if new_text == scan.src.text else new_text, error)
+
+
+def _new_spans(edits: list[Edit]) -> list[tuple[int, int]]:
+    """Where each edit's text lands in the edited text."""
+    out, shift = [], 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        out.append((e.start + shift, e.start + shift + len(e.text)))
+        shift += len(e.text) - (e.end - e.start)
+    return out
 
 
 def _suppressions(scan: Scan) -> dict[int, frozenset[str]]:
