@@ -307,3 +307,19 @@ def test_added_lines_follow_the_clang_format_column_limit(tmp_path: Path) -> Non
 
     tree, _ = parse_bytes("x.cpp", result.new_text.encode())
     assert not tree.root_node.has_error
+
+
+def test_conditionals_are_the_grammars_directives() -> None:
+    """A directive inside a comment or raw string is none; #elif/#else arms carry their condition."""
+    from ncclx_migrate._migrate._files._cpp._parse import parse_bytes
+    from ncclx_migrate._migrate._files._cpp._views import conditionals
+
+    src = (b'const char* s = R"x(\n#if A\n)x";\n/*\n#else\n*/\n'
+           b"#if TORCH_VERSION_MAJOR >= 2\nint a;\n#elif defined(OLD)\nint b;\n#else\nint c;\n#endif\n"
+           b"#ifdef USE_C10D_NCCL\n#else  // no NCCL\n#endif\n")
+    tree, _ = parse_bytes("x.cpp", src)
+    assert [[a.condition for a in g.arms] for g in conditionals(src, tree.root_node)] == [
+        ["TORCH_VERSION_MAJOR >= 2", "TORCH_VERSION_MAJOR < 2 && defined(OLD)",
+         "TORCH_VERSION_MAJOR < 2 && !defined(OLD)"],
+        ["defined(USE_C10D_NCCL)", "!defined(USE_C10D_NCCL)"],
+    ]

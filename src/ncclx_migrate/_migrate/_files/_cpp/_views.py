@@ -23,7 +23,7 @@ __all__ = ["Arm", "Group", "View", "arm_views", "conditionals"]
 
 _DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b"
                         rb"((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)")
-_NOT_CODE = ("comment", "string_literal", "string_content", "raw_string_literal", "char_literal",
+_NOT_CODE = ("comment", "string_literal", "string_content", "raw_string_literal", "raw_string_content", "char_literal",
              "system_lib_string")
 _MAX_VIEWS = 8
 
