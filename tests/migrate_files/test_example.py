@@ -140,8 +140,12 @@ def test_example_builds_with_its_setup_py_after_use_shim(tmp_path: Path) -> None
     compile(setup_py, "setup.py", "exec")
     # The headers torch's CPU-less machine lacks come in through the compiler's environment, so
     # that the include path of the shim is setup.py's own.
-    extra = [f[2:] for f in flags if f.startswith("-I") and f[2:] != str(cxx.SHIPPED_INCLUDE)
-             and "torch" not in f and "python3" not in f]
+    import sysconfig
+
+    from torch.utils import cpp_extension
+
+    own = {str(cxx.SHIPPED_INCLUDE), *cpp_extension.include_paths(), sysconfig.get_paths()["include"]}
+    extra = [f[2:] for f in flags if f.startswith("-I") and f[2:] not in own]
     env = {**os.environ, "CPLUS_INCLUDE_PATH": os.pathsep.join([*extra, str(cxx.generated_include())]),
            "MAX_JOBS": "1"}
     proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=work, env=env,
