@@ -102,6 +102,8 @@ def answer(kind: str, key: str, options: Options) -> object:
         from ._python._layout import line_length
 
         return line_length(key)
+    if kind in ("cpp_bound", "cpp_shim_builds"):  # the C++ pre-pass: what the project binds, builds
+        return [list(pair) for pair in getattr(options, kind)]
     if kind == "module":
         return module_name(key)
     return None  # a kind this version does not know: never the same as a recorded answer

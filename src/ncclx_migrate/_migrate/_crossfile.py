@@ -3,7 +3,8 @@
 A file's findings depend on its own text, the options, and a few facts the run gathers
 from other files: the project's own helpers (``_xref``: looked up by name), the deprecated
 names another file also sets (``_shared``), the line length its config files set
-(``_python/_layout``) and the package it is in (``__init__.py`` files above it).  Where a
+(``_python/_layout``), the package it is in (``__init__.py`` files above it) and the
+functions the project's C++ files bind to Python (``_files/_cpp/_bindings``).  Where a
 scanner reads one of those, it calls :func:`consumed`; while :func:`recording` is on (the
 cache's worker, around one file), each (kind, key) is kept, and the cache stores the
 answers with the file's result: a later run reuses the result only where every answer is

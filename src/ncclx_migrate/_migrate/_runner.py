@@ -37,6 +37,7 @@ from ._scope import context_files
 
 if TYPE_CHECKING:
     from ._cache import Cache
+    from ._files._cpp._bindings import Project
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run",
            "with_project"]
@@ -135,7 +136,12 @@ def process_text(path: str, text: str, options: Options) -> FileResult | None:
         # libcst comes with it: a run that reuses every result (_cache) never imports it.
         from ._python import transform_source
 
-        return transform_source(text, path, options)
+        py = transform_source(text, path, options)
+        if options.cpp_shim_builds and os.path.basename(path) == "setup.py":
+            from ._files._cpp._setup import setup_result
+
+            py = setup_result(path, text, py, options)
+        return py
     files = _files_module()
     if files is None:
         return None
@@ -338,14 +344,18 @@ def suppression_warnings(text: str, path: str = "") -> list[str]:
 def with_project(options: Options, mode: Mode, files: Iterable[str],
                  given: tuple[str, bytes] | None = None, cache: Cache | None = None) -> Options:
     """``options`` with the cross-file facts of ``files`` (and of ``given``: a path and the
-    bytes it holds, from stdin): the names several files set (_shared) and the project's own
-    helpers (_xref).  One read of each file, only what a scanner may read: a kind known by
-    name, or no suffix (a script with a #!), read as the scan reads it (regular files, within
-    the size limit).  With ``cache``, a file unchanged since it was kept is not read again."""
+    bytes it holds, from stdin): the names several files set (_shared), the project's own
+    helpers (_xref) and the functions its C++ files bind to Python (_cpp/_bindings).  One read
+    of each file, only what a scanner may read: a kind known by name, or no suffix (a script
+    with a #!), read as the scan reads it (regular files, within the size limit).  With
+    ``cache``, a file unchanged since it was kept is not read again (its C++ bindings are:
+    the cache keeps no parse)."""
     from ._shared import shared_names
     from ._xref import Indexer
 
     index = Indexer()
+    paths = [*files, *([given[0]] if given is not None else [])]
+    cpp = _cpp_project(paths)
 
     def read(f: str) -> bytes | None:
         return given[1] if given is not None and f == given[0] else _read(f, mode)
@@ -354,15 +364,21 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
         raw = read(f)
         if raw is not None:
             index.add(f, raw)
+            if cpp is not None:
+                cpp.add(f, raw)
         return raw
 
-    paths = [*files, *([given[0]] if given is not None else [])]
     candidates = [f for f in paths if _claims(f) or "." not in os.path.basename(f)]
     if cache is not None and given is None:
         names = cache.prepass(candidates, options, mode, index)
+        for f in candidates if cpp is not None else []:
+            raw = read(f) if _is_cpp(f) else None
+            if raw is not None and cpp is not None:
+                cpp.add(f, raw)
     else:
         names = shared_names(candidates, read_and_index)
-    return dataclasses.replace(options, shared_names=names, helpers=index.build(read))
+    return dataclasses.replace(options, shared_names=names, helpers=index.build(read),
+                               cpp_bound=cpp.bound() if cpp is not None else ())
 
 
 def run(
@@ -385,6 +401,8 @@ def run(
     context = context_files(files, walked, exclude)
     if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
         options = with_project(options, mode, [*files, *context], cache=cache)
+        if options.use_shim and options.apply_unsafe and _cpp_project(files) is not None:
+            options = dataclasses.replace(options, cpp_shim_builds=_cpp_shim_builds(files, options, mode))
     report = RunReport()
 
     def process(todo: list[str], worker: Callable[[str], Outcome]) -> list[Outcome]:
@@ -404,6 +422,39 @@ def run(
     else:
         report.outcomes = process(files, functools.partial(process_file, options=options, mode=mode))
     return report
+
+
+def _is_cpp(path: str) -> bool:
+    files_module = _files_module()
+    return files_module is not None and files_module.file_kind(path) == "cpp"
+
+
+def _cpp_project(files: list[str]) -> Project | None:
+    """The C++ pre-pass (:class:`._files._cpp._bindings.Project`) when the run has C++ files."""
+    if not any(_is_cpp(f) for f in files):
+        return None
+    from ._files._cpp._bindings import Project
+
+    return Project.new()
+
+
+def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tuple[str, str], ...]:
+    """--use-shim: the setup.py files whose C++ sources the shim fix rewrites (_cpp/_setup.py)."""
+    from ._files._cpp import scan_cpp
+    from ._files._cpp._setup import shim_builds
+
+    def text(f: str) -> str | None:
+        raw = _read(f, mode)
+        try:
+            return decode(raw)[0] if raw is not None else None
+        except ValueError:
+            return None
+
+    def shimmed(path: str, body: str) -> bool:
+        new = scan_cpp(path, body, options).new_text
+        return new is not None and "<ncclx/compat.h>" in new and "<ncclx/compat.h>" not in body
+
+    return shim_builds(files, text, shimmed)
 
 
 # More workers than this only contend for the CPUs (and each holds a parse in memory).
