@@ -18,7 +18,8 @@ from ._views import Arm
 
 __all__ = ["UNDER_WIDTH", "file_result", "merge_views"]
 
-UNDER_WIDTH = 32  # the condition in a message (which is 88 columns without it)
+UNDER_WIDTH = 32  # at most this much of the condition in a message
+MESSAGE_WIDTH = 88  # a message never runs past ruff's line length (the why is in the detail)
 
 _SUPPRESS = re.compile(IGNORE)
 
@@ -91,11 +92,17 @@ def _whole(scan: Scan, h: Hit) -> bool:
 
 
 def _under(h: Hit, condition: str) -> None:
-    """Say in ``h`` under which condition only it is compiled (the condition cut at
-    :data:`UNDER_WIDTH` in the message, whole in the detail)."""
+    """Say in ``h`` under which condition only it is compiled: whole in the detail, and in the
+    message where it fits ruff's line length (:data:`MESSAGE_WIDTH`), else cut, or just "one
+    ``#if`` arm" where too little is left to read."""
     h.detail = f"Only under `{condition}`. {h.detail}"
-    short = condition if len(condition) <= UNDER_WIDTH else condition[: UNDER_WIDTH - 3] + "..."
-    h.message = f"{h.message} (only under `{short}`)"
+    room = MESSAGE_WIDTH - len(h.message) - len(" (only under ``)")
+    if len(condition) <= min(room, UNDER_WIDTH):
+        h.message = f"{h.message} (only under `{condition}`)"
+    elif min(room, UNDER_WIDTH) >= 16:
+        h.message = f"{h.message} (only under `{condition[: min(room, UNDER_WIDTH) - 3]}...`)"
+    else:
+        h.message = f"{h.message} (one #if arm)"
 
 
 def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) -> FileResult:
