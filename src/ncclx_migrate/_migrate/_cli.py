@@ -9,6 +9,7 @@ import click
 
 from .._color import use_color
 from . import _baseline, _config, _runner
+from . import _cache as _runner_cache
 from ._discover import discover
 from ._model import FileResult, Finding, Options
 from ._report import FORMATS, TextView, read_source, render
@@ -71,6 +72,13 @@ def _ratchet(baseline: _baseline.Baseline | None, update: bool, fmt: str, result
         sys.exit(2)
 
 
+def _cache(folder: str | None, first: str) -> _runner_cache.Cache | None:
+    import os
+
+    folder = folder or os.environ.get("NCCLX_CACHE_DIR") or _runner_cache.default_dir(first)
+    return _runner_cache.Cache(folder) if folder else None
+
+
 def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
     if path is None:
         return None
@@ -110,11 +118,14 @@ def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
               help="Report and fail only on findings not in FILE (a JSON file --update-baseline writes).")
 @click.option("--update-baseline", is_flag=True,
               help="With --baseline FILE: write this run's findings into FILE (for the files scanned) and exit 0.")
+@click.option("--cache-dir", metavar="DIR", type=click.Path(file_okay=False, readable=False, path_type=str),
+              help="Keep per-file results in DIR (default: $NCCLX_CACHE_DIR, else .ncclx_cache/ at the project root).")
+@click.option("--no-cache", is_flag=True, help="Scan every file; read and write no cache.")
 def migrate(
     paths: tuple[str, ...], diff: bool, write: bool, unsafe_fixes: bool, select: tuple[str, ...],
     ignore: tuple[str, ...], target_torch: str | None, use_shim: bool, fmt: str, exclude: tuple[str, ...],
     jobs: int | None, stdin_filename: str, quiet: bool, show_source: bool, max_file_size: float | None,
-    ignore_unknown: bool, baseline_file: str | None, update_baseline: bool,
+    ignore_unknown: bool, baseline_file: str | None, update_baseline: bool, cache_dir: str | None, no_cache: bool,
 ) -> None:
     """Find (and with --write fix) legacy-NCCL toggles and code that changes under nccl2.
 
@@ -174,7 +185,12 @@ def migrate(
     walk_errors: list[tuple[str, str]] = []
     files = list(discover(paths, exclude, walk_errors))
     progress = stderr_progress if sys.stderr.isatty() and not quiet else None
-    report = run(files, options, mode, jobs=jobs, progress=progress)
+    cache = None if no_cache else _cache(cache_dir, paths[0])
+    if cache is not None:  # a cache folder inside the tree is not part of the project
+        files = [f for f in files if not cache.holds(f)]
+    report = run(files, options, mode, jobs=jobs, progress=progress, cache=cache)
+    if cache is not None and cache.problem:
+        click.echo(f"ncclx migrate: warning: {cache.problem}", err=True)
     report.outcomes += [Outcome(FileResult(path, error=why)) for path, why in walk_errors]
     for o in report.outcomes:
         if o.skipped:

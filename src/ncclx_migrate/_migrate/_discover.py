@@ -23,7 +23,7 @@ __all__ = ["SKIP_DIRS", "discover", "excluded", "shown"]
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs", "site-packages",
-    ".ipynb_checkpoints",
+    ".ipynb_checkpoints", ".ncclx_cache",
 })
 
 

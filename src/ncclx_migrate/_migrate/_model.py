@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from ._crossfile import SharedNames
 from ._xref import Helpers
 
 __all__ = ["CellPosition", "FileResult", "Finding", "FixKind", "Options", "is_selected"]
@@ -96,7 +97,7 @@ class Options:
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()
     # Deprecated names another file of the run also sets: their add is never safe (_shared).
-    shared_names: frozenset[str] = frozenset()
+    shared_names: frozenset[str] = field(default_factory=SharedNames)
     # The run's own helpers across its modules (what they return, which GPU they pick: _xref).
     helpers: Helpers = field(default_factory=Helpers)
     line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)

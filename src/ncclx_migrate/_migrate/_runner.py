@@ -29,10 +29,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from . import _config
 from ._model import FileResult, Options
-from ._python import transform_source
+
+if TYPE_CHECKING:
+    from ._cache import Cache
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
@@ -127,6 +130,9 @@ def _needs_parse(text: str, options: Options) -> bool:
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
     """The scanner for ``path``'s kind; None when no scanner handles it."""
     if path.endswith((".py", ".pyw")) or path == "-":
+        # libcst comes with it: a run that reuses every result (_cache) never imports it.
+        from ._python import transform_source
+
         return transform_source(text, path, options)
     files = _files_module()
     if files is None:
@@ -333,7 +339,9 @@ def run(
     mode: Mode,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cache: Cache | None = None,
 ) -> RunReport:
+    """Scan ``paths``; with ``cache``, only those whose kept result no longer holds (_cache)."""
     files = list(paths)
     jobs = worker_count(jobs, len(files))
     if len(files) > 1:  # (one file: its own helpers are read with it, see _python/_xcall.py)
@@ -356,18 +364,29 @@ def run(
             return raw
 
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
-        names = shared_names(candidates, read_and_index)
+        if cache is not None:  # the same, from what it kept of the files unchanged since
+            names = cache.prepass(candidates, options, mode, index)
+        else:
+            names = shared_names(candidates, read_and_index)
         options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
     report = RunReport()
-    worker = functools.partial(process_file, options=options, mode=mode)
-    if jobs == 1 or len(files) < 16:
-        it: Iterable[Outcome] = map(worker, files)
-        for i, outcome in enumerate(it, 1):
-            report.outcomes.append(outcome)
-            if progress:
-                progress(i, len(files))
-        return report
-    report.outcomes = _run_pool(files, worker, jobs, progress)
+
+    def process(todo: list[str], worker: Callable[[str], Outcome]) -> list[Outcome]:
+        if jobs == 1 or len(todo) < 16:
+            out = []
+            for i, path in enumerate(todo, 1):
+                out.append(worker(path))
+                if progress:
+                    progress(i, len(todo))
+            return out
+        from ._python import _engine  # noqa: F401  (the workers fork with libcst imported, not each on its own)
+
+        return _run_pool(todo, worker, jobs, progress)
+
+    if cache is not None:
+        report.outcomes = cache.run(files, options, mode, process)
+    else:
+        report.outcomes = process(files, functools.partial(process_file, options=options, mode=mode))
     return report
 
 

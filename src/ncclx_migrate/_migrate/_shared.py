@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from .._envvars import ENV_VARS, Fix
+from ._crossfile import SharedNames
 from ._model import Options
 
-__all__ = ["shared_names", "shared_note"]
+__all__ = ["sets_in", "shared_names", "shared_note", "shared_of"]
 
 _ADDED = sorted({v.name for v in ENV_VARS if v.replacement and Fix.ADD in (v.fix, v.unsafe_fix)},
                 key=len, reverse=True)
@@ -42,16 +43,25 @@ def _sets(data: bytes, name: bytes) -> bool:
     return False
 
 
-def shared_names(paths: Iterable[str], read: Callable[[str], bytes | None]) -> frozenset[str]:
+def sets_in(data: bytes) -> list[str]:
+    """The names of ``_ADDED`` that one file's ``data`` sets (kept by the cache per file)."""
+    if b"NCCL" not in data:
+        return []
+    return [n for n in _ADDED if _sets(data, n.encode())]
+
+
+def shared_names(paths: Iterable[str], read: Callable[[str], bytes | None]) -> SharedNames:
     """The names of ``_ADDED`` that at least two of ``paths`` set; ``read`` gives a file's
     bytes, or None for one the scan will not read (it reports those itself)."""
+    return shared_of(sets_in(data) for data in map(read, paths) if data is not None)
+
+
+def shared_of(per_file: Iterable[list[str]]) -> SharedNames:
+    """The names that at least two files set, from each file's :func:`sets_in`."""
     seen: Counter[str] = Counter()
-    for path in paths:
-        data = read(path)
-        if data is None or b"NCCL" not in data:
-            continue
-        seen.update(n for n in _ADDED if _sets(data, n.encode()))
-    return frozenset(n for n, k in seen.items() if k > 1)
+    for names in per_file:
+        seen.update(names)
+    return SharedNames(n for n, k in seen.items() if k > 1)
 
 
 def shared_note(name: str, options: Options) -> str:

@@ -31,7 +31,9 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["Helper", "Helpers", "Indexer", "absolute", "module_name", "summarize"]
+from ._crossfile import consumed
+
+__all__ = ["Helper", "Helpers", "Indexer", "absolute", "imports_of", "module_name", "summarize"]
 
 _DEVICE_MODULES = ("cuda", "npu", "xpu", "mps", "musa", "mlu", "hpu")
 _PICKERS = frozenset({"set_device", "set_device_index", "set_device_idx"})
@@ -56,7 +58,7 @@ class Helpers:
     and only functions whose result or pick says something are kept (workers get a copy)."""
 
     table: dict[str, Helper] = field(default_factory=dict)
-    setters: frozenset[str] = field(init=False, default=frozenset())  # names of helpers that pick a GPU
+    _setters: frozenset[str] = field(init=False, default=frozenset())  # names of helpers that pick a GPU
     _by_name: dict[str, list[str]] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -65,8 +67,14 @@ class Helpers:
         kept = {q: Helper(h.returns, tuple(picks.get(q, ()))) for q, h in self.table.items()
                 if _useful(h.returns) or picks.get(q)}
         object.__setattr__(self, "table", kept)
-        object.__setattr__(self, "setters", frozenset(q.rpartition(".")[2] for q, h in kept.items() if h.sets))
+        object.__setattr__(self, "_setters", frozenset(q.rpartition(".")[2] for q, h in kept.items() if h.sets))
         self._index()
+
+    @property
+    def setters(self) -> frozenset[str]:
+        """The names of the helpers that pick a GPU."""
+        consumed("setters", "")
+        return self._setters
 
     def _index(self) -> None:
         self._by_name.clear()
@@ -74,15 +82,17 @@ class Helpers:
             self._by_name.setdefault(q.rpartition(".")[2], []).append(q)
 
     def __bool__(self) -> bool:
+        consumed("any", "")
         return bool(self.table)
 
     def find(self, qualified: str) -> str | None:
         """The key ``qualified`` (``pkg.utils.get_local_device``) names: itself, else the one
         helper of that name under that package (a re-export from ``pkg/utils/__init__.py``, a
         tree scanned without its top package)."""
+        mod, _, name = qualified.rpartition(".")
+        consumed("helper", name)  # the answer depends on the helpers of that name only
         if qualified in self.table:
             return qualified
-        mod, _, name = qualified.rpartition(".")
         cands = self._by_name.get(name, [])
         under = [q for q in cands if q.startswith(mod + ".") or ("." + qualified).endswith("." + q)]
         return under[0] if len(under) == 1 else None
@@ -123,6 +133,7 @@ class Helpers:
 
 def module_name(path: str) -> str:
     """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (up through the folders holding __init__.py)."""
+    consumed("module", path)
     folder, base = os.path.split(os.path.abspath(path))
     stem = base.rsplit(".", 1)[0]
     package = _package(folder)
@@ -394,6 +405,40 @@ def _text(data: bytes) -> str | None:
         return None
 
 
+def imports_of(path: str, data: bytes) -> list[tuple[str, str, str]]:
+    """What a file creating a process group imports at its top, as ("import", module, "") and
+    ("from", module, name) in order (none for other files): the code before its first top-level
+    ``def``/``class`` is parsed (the whole file when that piece does not parse)."""
+    if not path.endswith((".py", ".pyw")) or b"init_process_group" not in data:
+        return []
+    cut = min((i for i in (data.find(w) for w in (b"\ndef ", b"\nclass ", b"\n@", b"\nasync def ")) if i >= 0),
+              default=len(data))
+    tree = None
+    for piece in (data[:cut], data) if cut < len(data) else (data,):
+        text = _text(piece)
+        try:
+            tree = ast.parse(text) if text is not None else None
+            break
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    if tree is None:
+        return []
+    mod, is_pkg = module_name(path), os.path.basename(path) == "__init__.py"
+    out: list[tuple[str, str, str]] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.If, ast.Try)):  # try: import x / if TYPE_CHECKING: ...
+            todo += [*node.body, *node.orelse, *(getattr(node, "finalbody", [])),
+                     *(s for h in getattr(node, "handlers", []) for s in h.body)]
+        elif isinstance(node, ast.Import):
+            out += [("import", alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(mod, is_pkg, "." * node.level + (node.module or ""))
+            out += [("from", base, alias.name) for alias in node.names]
+    return out
+
+
 class Indexer:
     """The pre-pass side: ``add`` every file of the run as the runner reads it, then ``build``.
 
@@ -409,42 +454,21 @@ class Indexer:
     def add(self, path: str, data: bytes) -> None:
         if not path.endswith((".py", ".pyw")):
             return
-        if b"init_process_group" in data:
-            self._imports(path, data)
-        self.candidates.append(path)
+        self.note(path, imports_of(path, data))
 
-    def _imports(self, path: str, data: bytes) -> None:
-        """The modules (and names) a file imports at its top: the code before its first
-        top-level ``def``/``class`` is parsed (the whole file when that piece does not parse)."""
-        cut = min((i for i in (data.find(w) for w in (b"\ndef ", b"\nclass ", b"\n@", b"\nasync def ")) if i >= 0),
-                  default=len(data))
-        tree = None
-        for piece in (data[:cut], data) if cut < len(data) else (data,):
-            text = _text(piece)
-            try:
-                tree = ast.parse(text) if text is not None else None
-                break
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-        if tree is None:
+    def note(self, path: str, imports: list[tuple[str, str, str]]) -> None:
+        """Take a file of the run, with what :func:`imports_of` says of it (kept by the cache)."""
+        if not path.endswith((".py", ".pyw")):
             return
-        mod, is_pkg = module_name(path), os.path.basename(path) == "__init__.py"
-        todo: list[ast.stmt] = list(tree.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, (ast.If, ast.Try)):  # try: import x / if TYPE_CHECKING: ...
-                todo += [*node.body, *node.orelse, *(getattr(node, "finalbody", [])),
-                         *(s for h in getattr(node, "handlers", []) for s in h.body)]
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    self.wanted[alias.name] = None
-            elif isinstance(node, ast.ImportFrom):
-                base = absolute(mod, is_pkg, "." * node.level + (node.module or ""))
-                names = self.wanted.setdefault(base, set())
-                for alias in node.names:
-                    if names is not None:
-                        names.add(alias.name)
-                    self.wanted[f"{base}.{alias.name}"] = None  # the name may be a module
+        for kind, base, name in imports:
+            if kind == "import":
+                self.wanted[base] = None
+                continue
+            names = self.wanted.setdefault(base, set())
+            if names is not None:
+                names.add(name)
+            self.wanted[f"{base}.{name}"] = None  # the name may be a module
+        self.candidates.append(path)
 
     def _named(self, module: str, tails: set[str]) -> bool:
         """Some file creating a group imports ``module`` (or its tail: a tree scanned without its

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
-from ._engine import transform_source
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._engine import transform_source
 
 __all__ = ["transform_source"]
+
+
+def __getattr__(name: str) -> Any:
+    # libcst is imported with the engine, on first use: not by a run that reuses every result
+    # (the cache asks only _layout of this package then).
+    if name == "transform_source":
+        from ._engine import transform_source
+
+        return transform_source
+    raise AttributeError(name)

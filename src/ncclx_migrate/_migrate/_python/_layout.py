@@ -16,6 +16,7 @@ import functools
 from pathlib import Path
 
 from .._config import read_ini, read_toml
+from .._crossfile import consumed
 
 __all__ = ["DEFAULT_LINE_LENGTH", "line_length"]
 
@@ -74,6 +75,7 @@ def _for_dir(d: Path) -> int:
 
 def line_length(path: str) -> int:
     """The line length the project of ``path`` enforces (88 when it says nothing)."""
+    consumed("line_length", path)
     try:
         return _for_dir(Path(path).resolve().parent)
     except (OSError, RuntimeError):

@@ -1,0 +1,114 @@
+"""The per-file cache of `ncclx migrate`: a warm run prints what a cold one prints, byte for
+byte, and a file whose result used another file's helper is scanned again when that helper
+changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_ncclx
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _same(a: subprocess.CompletedProcess[str], b: subprocess.CompletedProcess[str]) -> None:
+    assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+
+
+def _pack(cache: Path) -> dict[str, dict[str, object]]:
+    """Every entry kept for the one set of options used (its shards together)."""
+    (options,) = cache.glob("v1/*/*")
+    entries: dict[str, dict[str, object]] = {}
+    for shard in options.glob("*.json"):
+        entries.update(json.loads(shard.read_text())["entries"])
+    return entries
+
+
+@pytest.mark.slow
+def test_warm_equals_cold_byte_for_byte_over_every_fixture(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    args = ["migrate", "--cache-dir", str(cache), "tests/fixtures"]
+    cold_json = run_ncclx(*args[:1], "--format", "json", *args[1:], cwd=ROOT)
+    assert cold_json.returncode == 1 and json.loads(cold_json.stdout)["files_scanned"] > 250
+    _same(cold_json, run_ncclx(*args[:1], "--format", "json", *args[1:], cwd=ROOT))
+    _same(run_ncclx("migrate", "--no-cache", "tests/fixtures", cwd=ROOT), run_ncclx(*args, cwd=ROOT))
+    cold_diff = run_ncclx(*args[:1], "--diff", *args[1:], cwd=ROOT)
+    assert cold_diff.stdout.count("+++ b/") > 20
+    _same(cold_diff, run_ncclx(*args[:1], "--diff", *args[1:], cwd=ROOT))
+    assert not (ROOT / "tests" / "fixtures" / ".ncclx_cache").exists()
+    for options in cache.glob("v1/*/*"):  # one per options: the report's and the diff's
+        entries = {p for shard in options.glob("*.json") for p in json.loads(shard.read_text())["entries"]}
+        assert {str(p.relative_to(ROOT)) for p in FIXTURES.rglob("*.in.py")} <= entries
+
+
+HELPER = "import os\n\nimport torch\n\n\ndef get_local_device():\n    return torch.device(\"cuda\", int(os.environ[\"{var}\"]))\n"
+TRAIN = ("import torch\nimport torch.distributed as dist\n\nfrom pkg.device import get_local_device\n\n\n"
+         "def main():\n    torch.cuda.set_device(get_local_device())\n    dist.init_process_group(\"nccl\")\n")
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir(parents=True)  # the project root: the cache goes to .ncclx_cache/ there
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "device.py").write_text(HELPER.format(var="LOCAL_RANK"))
+    (tmp_path / "train.py").write_text(TRAIN)
+    for i in range(3):
+        (tmp_path / f"other{i}.py").write_text(f"import os\nos.environ['TORCH_NCCL_TRACE_BUFFER_SIZE'] = '{i}'\n")
+    return tmp_path
+
+
+def _codes(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
+    return [(f["path"], f["code"]) for f in json.loads(proc.stdout)["findings"]]
+
+
+@pytest.mark.slow
+def test_editing_a_helper_module_invalidates_the_file_that_used_it(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    cold = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    assert ("train.py", "NCX130") in _codes(cold)  # LOCAL_RANK, through pkg/device.py: hardening
+    cache = root / ".ncclx_cache"
+    assert (cache / ".gitignore").read_text().endswith("\n*\n")
+    kept = _pack(cache)["train.py"]
+    assert ["helper", "get_local_device"] in [f[:2] for f in kept["facts"]]  # type: ignore[union-attr]
+    _same(cold, run_ncclx("migrate", "--format", "json", ".", cwd=root))
+    (root / "pkg" / "device.py").write_text(HELPER.format(var="SLURM_LOCALID"))
+    warm = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    _same(warm, run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
+    assert ("train.py", "NCX134") in _codes(warm) and ("train.py", "NCX130") not in _codes(warm)
+    # An __init__.py removed changes the module's name: the import no longer finds the helper.
+    os.unlink(root / "pkg" / "__init__.py")
+    _same(run_ncclx("migrate", "--format", "json", ".", cwd=root),
+          run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
+
+
+def test_a_warm_run_scans_only_what_changed(tmp_path: Path) -> None:
+    """Each file's entry is kept with the digest it was scanned at: an untouched file's entry
+    is the same object after a run that edited another file."""
+    root = _project(tmp_path)
+    assert run_ncclx("migrate", "-q", ".", cwd=root).returncode == 1
+    before = _pack(root / ".ncclx_cache")
+    (root / "other0.py").write_text("import os\nos.environ['TORCH_NCCL_TRACE_BUFFER_SIZE'] = '9'\n")
+    assert run_ncclx("migrate", "-q", ".", cwd=root).returncode == 1
+    after = _pack(root / ".ncclx_cache")
+    changed = sorted(p for p in after if after[p].get("outcome") != before[p].get("outcome")
+                     or after[p]["digest"] != before[p]["digest"])
+    assert changed == ["other0.py"]
+
+
+def test_no_project_root_no_cache_and_no_cache_flag(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "examples" / "legacy-trainer", work, ignore=shutil.ignore_patterns("__pycache__"))
+    run_ncclx("migrate", "-q", str(work))
+    assert not list(tmp_path.rglob(".ncclx_cache"))  # no .git, no pyproject.toml: nowhere to put it
+    root = _project(tmp_path / "p")
+    run_ncclx("migrate", "-q", "--no-cache", ".", cwd=root)
+    assert not (root / ".ncclx_cache").exists()
+    run_ncclx("migrate", "-q", ".", cwd=root, env={"NCCLX_CACHE_DIR": str(tmp_path / "env")})
+    assert not (root / ".ncclx_cache").exists() and _pack(tmp_path / "env")
