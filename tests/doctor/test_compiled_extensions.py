@@ -301,3 +301,23 @@ def test_real_self_built_fails_without_the_rollback(real_site: Path) -> None:
     problems = {p["message"].split(":", 1)[0]: p for p in c["details"]["problems"]}
     assert problems["ext_selfbuilt"]["status"] == "fail"
     assert "this torch has no legacy rollback" in problems["ext_selfbuilt"]["remedy"]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_real_extension_without_section_headers(real_site: Path, tmp_path: Path) -> None:
+    """A real .so whose section headers are gone (sstrip) is read from its dynamic segment
+    (DT_GNU_HASH only, as g++ links it) with the same symbols."""
+    from ncclx_migrate._doctor._elfsyms import read_refs
+
+    so = real_site / "ext_commptr" / f"shape_commptr{SO_SUFFIX}"
+    data = bytearray(so.read_bytes())
+    assert data[4] == 2  # ELF64: e_shoff at 0x28, e_shnum at 0x3c, e_shstrndx at 0x3e
+    data[0x28:0x30] = bytes(8)
+    data[0x3C:0x40] = bytes(4)
+    stripped = tmp_path / so.name
+    stripped.write_bytes(bytes(data))
+    whole, bare = read_refs(str(so)), read_refs(str(stripped))
+    assert not isinstance(whole, str) and not isinstance(bare, str), (whole, bare)
+    assert sorted(bare.legacy) == sorted(whole.legacy) == sorted([LEGACY_TYPEINFO, LEGACY_MEMBER])
+    assert bare.nccl2 == []
