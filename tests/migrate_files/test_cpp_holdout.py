@@ -35,6 +35,7 @@ GAPS: dict[str, str] = {
     "xllm-compat-build": "NCX307 is issue 24 §3",
     "torchfl-build": "NCX307 is issue 24 §3",
     "snapy-build": "NCX307 is issue 24 §3",
+    "pytorch-test-new": "NCX307 is issue 24 §3",
     "fuser-shutdown-cast": "the cast's operand is the runtime's own backend, held in a member map (issue 24 §3)",
     "fuser-reduce-cast": "the backend comes from another file's factory of own groups (issue 24 §3)",
     "fuser-reduce-oop": "same operand as fuser-reduce-cast (issue 24 §3)",
