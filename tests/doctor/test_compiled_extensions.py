@@ -197,6 +197,12 @@ LEGACY_CTOR = ("_ZN4c10d16ProcessGroupNCCLC1EN3c1013intrusive_ptrINS_5StoreENS1_
                "default_null_typeIS3_EEEEiiNS2_INS0_7OptionsENS5_IS8_EEEE")
 GET_NCCL_COMM = ("_ZN4c10d16ProcessGroupNCCL11getNCCLCommERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE")
 SPLIT_COUNTER = "_ZNK4c10d16ProcessGroupNCCL19getCommSplitCounterEv"
+# One more module from the same object: every legacy-only shape with default visibility (its
+# functions and the weak template instances over the legacy class exported), the modules and
+# helpers that name nccl2 hidden and collected.
+ALL_LEGACY = "legacy_all"
+ALL_LEGACY_MAP = ("{ local: PyInit_shape_both; PyInit_shape_compat; PyInit_shape_neither; *shape_both*; "
+                  "*shape_compat*; *shape_neither*; *5nccl2*; *5ncclx*; };\n")
 
 
 def _build_shapes(out: Path) -> str:
@@ -225,6 +231,14 @@ def _build_shapes(out: Path) -> str:
         if proc.returncode != 0:
             raise AssertionError(f"linking shape_{shape} failed:\n{proc.stderr[-4000:]}")
         script.unlink()
+    script = tmp / f"{ALL_LEGACY}.map"
+    script.write_text(ALL_LEGACY_MAP)
+    proc = subprocess.run(["g++", "-shared", "-Wl,--gc-sections", f"-Wl,--version-script={script}", str(obj),
+                           "-o", str(tmp / f"shape_{ALL_LEGACY}{SO_SUFFIX}"), *link],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"linking shape_{ALL_LEGACY} failed:\n{proc.stderr[-4000:]}")
+    script.unlink()
     obj.unlink()
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
@@ -242,7 +256,7 @@ def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("torch is not installed")
     key = hashlib.sha256("\0".join([
         cxx._gxx_version(), torch_version, sys.version, SHAPES_SOURCE.read_text(), cxx._shipped_header(),
-        " ".join(SHAPES), SO_SUFFIX, "gc-sections+version-script",
+        " ".join(SHAPES), SO_SUFFIX, "gc-sections+version-script", ALL_LEGACY_MAP,
     ]).encode()).hexdigest()[:24]
     built = cxx.CACHE / "doctor-so" / key
     built.parent.mkdir(parents=True, exist_ok=True)
@@ -250,7 +264,7 @@ def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if reason:
         pytest.skip(f"cannot build a torch extension here: {reason}")
     root = tmp_path_factory.mktemp("real_site")
-    for shape in SHAPES:
+    for shape in (*SHAPES, ALL_LEGACY):
         (root / f"ext_{shape}").mkdir()
         shutil.copy(built / f"shape_{shape}{SO_SUFFIX}", root / f"ext_{shape}")  # the walk follows no link
     return root
@@ -268,7 +282,8 @@ def test_real_extensions_each_named_with_its_symbol(real_site: Path) -> None:
     assert c["status"] == "fail" and d["nccl_builds"] == "nccl2"
     ours = {x["package"]: x for x in d["legacy_only"] if x["path"].startswith(str(real_site))}
     # Each legacy shape alone is found, by the torch symbol its own code needs.
-    assert sorted(ours) == ["ext_binding", "ext_commptr", "ext_member", "ext_selfbuilt", "ext_subclass"]
+    assert sorted(ours) == ["ext_binding", "ext_commptr", f"ext_{ALL_LEGACY}", "ext_member", "ext_selfbuilt",
+                            "ext_subclass"]
     assert ours["ext_subclass"]["symbol"] == GET_NCCL_COMM  # a protected member, through the subclass
     assert ours["ext_commptr"]["symbol"] in (LEGACY_TYPEINFO, LEGACY_MEMBER)
     assert ours["ext_commptr"]["legacy_symbols"] == 2  # the cast's typeinfo and getCommPtr
@@ -277,6 +292,12 @@ def test_real_extensions_each_named_with_its_symbol(real_site: Path) -> None:
     assert ours["ext_selfbuilt"]["symbol"] == LEGACY_CTOR and ours["ext_selfbuilt"]["builds_own"]
     assert not any(x["builds_own"] for p, x in ours.items() if p != "ext_selfbuilt")
     assert d["builds_own_legacy_packages"] == ["ext_selfbuilt"]
+    # Default visibility exports dozens of weak instances (c10::intrusive_ptr<c10d::ProcessGroupNCCL>
+    # members...); the evidence named is still an import from torch (undefined symbols come first).
+    every = ours[f"ext_{ALL_LEGACY}"]
+    assert every["legacy_symbols"] > 20 and not every["builds_own"]
+    assert every["symbol"] in (LEGACY_TYPEINFO, LEGACY_MEMBER, GET_NCCL_COMM, SPLIT_COUNTER, LEGACY_CTOR,
+                               "_ZN4c10d16ProcessGroupNCCL7OptionsC1Eb"), every["symbol"]
     # Silent on both casts and on <ncclx/compat.h>: listed as handling both classes.
     both = sorted(Path(p).name for p in d["both_classes"] if p.startswith(str(real_site)))
     assert both == [f"shape_both{SO_SUFFIX}", f"shape_compat{SO_SUFFIX}"]
