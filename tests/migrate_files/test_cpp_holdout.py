@@ -39,8 +39,8 @@ GAPS: dict[str, str] = {
     "fuser-shutdown-cast": "the cast's operand is the runtime's own backend, held in a member map (issue 24 §3)",
     "fuser-reduce-cast": "the backend comes from another file's factory of own groups (issue 24 §3)",
     "fuser-reduce-oop": "same operand as fuser-reduce-cast (issue 24 §3)",
-    "snapy-begin-cast": "the library's own global group, set in another file (issue 24 §3)",
-    "snapy-end-cast": "the library's own global group, set in another file (issue 24 §3)",
+    "snapy-begin-cast": "a cast from the c10d::ProcessGroup a function of another file returns (issue 24 §3)",
+    "snapy-end-cast": "a cast from the c10d::ProcessGroup a function of another file returns (issue 24 §3)",
 }
 
 
