@@ -22,7 +22,7 @@ from pathlib import Path
 from bench_files import _same_findings  # the same check, for this corpus
 
 from ncclx_migrate._migrate._files import file_kind, scan
-from ncclx_migrate._migrate._files._cpp_parse import parse_snippet
+from ncclx_migrate._migrate._files._cpp._parse import parse_snippet
 from ncclx_migrate._migrate._model import Options
 
 ROOT = Path(__file__).resolve().parents[1]

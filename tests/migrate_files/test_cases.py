@@ -50,7 +50,7 @@ def _check_valid(case: Case, text: str, original: str) -> None:
         list(yaml.safe_load_all(text))
     elif kind == "cpp":
         # Still C++ the grammar reads: no new unreadable region (g++ itself: tests/cxx.py).
-        from ncclx_migrate._migrate._files._cpp_parse import parse_bytes
+        from ncclx_migrate._migrate._files._cpp._parse import parse_bytes
 
         def errors(t: str) -> int:
             tree, _ = parse_bytes(case.input.name, t.encode("utf-8"))

@@ -110,3 +110,45 @@ def test_example_trains_on_gloo(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "step 10 loss" in proc.stdout
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # one translation unit over the c10d headers: minutes on a loaded machine
+def test_example_builds_with_its_setup_py_after_use_shim(tmp_path: Path) -> None:
+    """`--use-shim` includes <ncclx/compat.h> and adds its folder to setup.py's include_dirs:
+    the demo's extension then builds with its own setup.py (torch.utils.cpp_extension)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests import cxx
+    from tests.conftest import run_ncclx
+
+    flags = cxx.extension_flags()  # the CUDA/NCCL headers a CPU-only machine lacks, or why not
+    if isinstance(flags, str):
+        pytest.skip(flags)
+    work = tmp_path / "legacy-trainer"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    fixed = run_ncclx("migrate", "--write", "--unsafe-fixes", "--use-shim", "-q", "setup.py", "csrc/comm.cpp",
+                      cwd=work)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "#include <ncclx/compat.h>" in (work / "csrc" / "comm.cpp").read_text(encoding="utf-8")
+    setup_py = (work / "setup.py").read_text(encoding="utf-8")
+    assert "include_dirs=[ncclx_migrate.backend.get_include()]" in setup_py
+    compile(setup_py, "setup.py", "exec")
+    # The headers torch's CPU-less machine lacks come in through the compiler's environment, so
+    # that the include path of the shim is setup.py's own.
+    import sysconfig
+
+    from torch.utils import cpp_extension
+
+    own = {str(cxx.SHIPPED_INCLUDE), *cpp_extension.include_paths(), sysconfig.get_paths()["include"]}
+    extra = [f[2:] for f in flags if f.startswith("-I") and f[2:] not in own]
+    env = {**os.environ, "CPLUS_INCLUDE_PATH": os.pathsep.join([*extra, str(cxx.generated_include())]),
+           "MAX_JOBS": "1"}
+    proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=1400)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert list(work.glob("legacy_trainer_comm*.so"))

@@ -91,6 +91,12 @@ class Options:
     # The run's own helpers across its modules (what they return, which GPU they pick: _xref).
     helpers: Helpers = field(default_factory=Helpers)
     line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)
+    # C++ functions the run binds to Python (pybind11, TORCH_LIBRARY) in any of its files:
+    # (name, "path:line" of the binding), from the pre-pass (_files/_cpp/_bindings.py).
+    cpp_bound: tuple[tuple[str, str], ...] = ()
+    # --use-shim: (setup.py, C++ source) pairs of the extensions whose sources the shim fix
+    # rewrites, so that setup.py gets the shim's include folder (_files/_cpp/_setup.py).
+    cpp_shim_builds: tuple[tuple[str, str], ...] = ()
 
     def wants_fix(self, kind: FixKind) -> bool:
         if kind is FixKind.SAFE:

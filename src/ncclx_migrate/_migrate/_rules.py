@@ -112,7 +112,7 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX204", "explicit-nccl2-backend-files",
          '"nccl2" spelled out as a backend in a launch script or config where "nccl" builds the same thing (or where the target torch lacks it)',
          (_U, _N), "2.13, 2.14, 2.15", _OTHER),
-    # --- C++ and CUDA extension sources (scanner in _migrate/_files/_cpp*.py) ---
+    # --- C++ and CUDA extension sources (scanner in _migrate/_files/_cpp/) ---
     Rule("NCX301", "checked-legacy-cast",
          "dynamic_cast (or dynamic_pointer_cast / dynamic_intrusive_pointer_cast) to legacy ProcessGroupNCCL with no nccl2 branch: null under nccl2",
          (_U, _N), "2.14, 2.15", _CPP),
@@ -131,6 +131,9 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX306", "legacy-subclass",
          "a class derived from legacy ProcessGroupNCCL: it works only while the rollback does",
          (_N,), "2.14, 2.15", _CPP),
+    Rule("NCX307", "legacy-construction",
+         "the code builds legacy ProcessGroupNCCL itself (make_intrusive, make_shared, new): it compiles only while the rollback ships",
+         (_U, _N), "2.14, 2.15", _CPP),
 )
 
 _BY_CODE = {r.code: r for r in RULES}

@@ -29,10 +29,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from . import _config
 from ._model import FileResult, Options
 from ._python import transform_source
+
+if TYPE_CHECKING:
+    from ._files._cpp._bindings import Project
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run"]
 
@@ -127,7 +131,12 @@ def _needs_parse(text: str, options: Options) -> bool:
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
     """The scanner for ``path``'s kind; None when no scanner handles it."""
     if path.endswith((".py", ".pyw")) or path == "-":
-        return transform_source(text, path, options)
+        py = transform_source(text, path, options)
+        if options.cpp_shim_builds and os.path.basename(path) == "setup.py":
+            from ._files._cpp._setup import setup_result
+
+            py = setup_result(path, text, py, options)
+        return py
     files = _files_module()
     if files is None:
         return None
@@ -345,6 +354,7 @@ def run(
         # or no suffix (a script with a #!), read as the scan reads it (regular files, within
         # the size limit).
         index = Indexer()
+        cpp = _cpp_project(files)  # the functions its C++ files bind to Python
 
         def read(f: str) -> bytes | None:
             return _read(f, mode)
@@ -353,11 +363,16 @@ def run(
             raw = read(f)
             if raw is not None:
                 index.add(f, raw)
+                if cpp is not None:
+                    cpp.add(f, raw)
             return raw
 
         candidates = [f for f in files if _claims(f) or "." not in os.path.basename(f)]
         names = shared_names(candidates, read_and_index)
-        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read))
+        options = dataclasses.replace(options, shared_names=names, helpers=index.build(read),
+                                      cpp_bound=cpp.bound() if cpp is not None else ())
+        if cpp is not None and options.use_shim and options.apply_unsafe:
+            options = dataclasses.replace(options, cpp_shim_builds=_cpp_shim_builds(files, options, mode))
     report = RunReport()
     worker = functools.partial(process_file, options=options, mode=mode)
     if jobs == 1 or len(files) < 16:
@@ -369,6 +384,35 @@ def run(
         return report
     report.outcomes = _run_pool(files, worker, jobs, progress)
     return report
+
+
+def _cpp_project(files: list[str]) -> Project | None:
+    """The C++ pre-pass (:class:`._files._cpp._bindings.Project`) when the run has C++ files."""
+    files_module = _files_module()
+    if files_module is None or not any(files_module.file_kind(f) == "cpp" for f in files):
+        return None
+    from ._files._cpp._bindings import Project
+
+    return Project.new()
+
+
+def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tuple[str, str], ...]:
+    """--use-shim: the setup.py files whose C++ sources the shim fix rewrites (_cpp/_setup.py)."""
+    from ._files._cpp import scan_cpp
+    from ._files._cpp._setup import shim_builds
+
+    def text(f: str) -> str | None:
+        raw = _read(f, mode)
+        try:
+            return decode(raw)[0] if raw is not None else None
+        except ValueError:
+            return None
+
+    def shimmed(path: str, body: str) -> bool:
+        new = scan_cpp(path, body, options).new_text
+        return new is not None and "<ncclx/compat.h>" in new and "<ncclx/compat.h>" not in body
+
+    return shim_builds(files, text, shimmed)
 
 
 # More workers than this only contend for the CPUs (and each holds a parse in memory).

@@ -1,19 +1,41 @@
-"""NCX301-NCX306 over a parsed C++ file (:class:`._cpp.Scan`)."""
+"""NCX301-NCX306 over an indexed C++ file (:class:`._index.Scan`): what is wrong and where.
+
+A rule says what a fix would need (the cast, the node and its replacement); whether and how
+to rewrite is :mod:`._fix`'s.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from .._model import FixKind
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Hit, Scan, cast_operand, scan_edit
-from ._cpp_fix import idiom_fix, pure
-from ._cpp_names import Kind, text_of
-from ._cpp_parse import walk
+from ..._model import FixKind
+from .._text import Edit
+from ._bindings import binding_calls, function_declarators, may_bind
+from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, declarator_name, function_of
+from ._members import LEGACY_ONLY
+from ._names import Kind, text_of
+from ._parse import find, walk
+from ._values import strip
 
-__all__ = ["find_error", "hits"]
+__all__ = ["Hit", "Unreadable", "hits", "unreadable"]
+
+
+@dataclass
+class Hit:
+    offset: int  # file byte offset
+    code: str
+    message: str
+    fix: FixKind = FixKind.NONE  # set by ._fix with the edits
+    detail: str = ""
+    edits: list[Edit] = field(default_factory=list)  # character offsets
+    include: str = ""  # the include block an applied fix needs (once per file)
+    cast: Cast | None = None  # NCX301/302: the cast reported
+    node: Node | None = None  # the node a replacement would take
+    replacement: str = ""  # its new text, when a rule can say it
 
 # What a rule would report, as text: a cast to the class, a base class, a compare with "nccl".
 _REPORTABLE = re.compile(
@@ -21,14 +43,28 @@ _REPORTABLE = re.compile(
     rb"|\(\s*(?:const\s+)?[\w:]*ProcessGroupNCCL\s*[*&]\s*\)"
     rb"|\b(?:public|protected|private)\s+(?:virtual\s+)?[\w:]*ProcessGroupNCCL\b"
     rb"|getBackendName\(\)\s*[=!]=\s*\"nccl\"|\"nccl\"\s*[=!]=[^;]*getBackendName\(")
-_PY_BIND = ("def", "def_static", "impl")
 _GUARDED_CAST = "dynamic_cast<c10d::nccl2::ProcessGroupNCCL*>"
 
 
-def find_error(scan: Scan) -> str | None:
-    """A one-line error when the grammar could not read a region holding what a rule would
-    report (a cast to the class, a base class, a compare with "nccl"); an unreadable region
-    elsewhere (an attribute macro, a kernel launch in a .cpp file) costs nothing."""
+@dataclass(frozen=True)
+class Unreadable:
+    """A region the grammar could not read that holds what a rule would report."""
+
+    start: int  # byte range of the region
+    end: int
+    line: int  # where the grammar first failed in it (1-based)
+    column: int
+
+    def message(self) -> str:
+        return (f"cannot parse C++ at line {self.line}, column {self.column} (tree-sitter's C++ grammar): "
+                "fix the syntax there, or --exclude the file")
+
+
+def unreadable(scan: Scan) -> list[Unreadable]:
+    """The regions the grammar could not read that hold what a rule would report (a cast to
+    the class, a base class, a compare with "nccl"); an unreadable region elsewhere (an
+    attribute macro, a kernel launch in a .cpp file) costs nothing."""
+    out: list[Unreadable] = []
     stack = [scan.root]
     while stack:
         n = stack.pop()
@@ -36,14 +72,25 @@ def find_error(scan: Scan) -> str | None:
             around = _statement(n) if n.is_missing else n  # a missing token: the statement it breaks
             chunk = scan.parsed[around.start_byte:around.end_byte]
             for m in _REPORTABLE.finditer(chunk):
-                if not _in_comment(scan.root, around.start_byte + m.start()):
-                    row, col = n.start_point.row + 1, n.start_point.column + 1
-                    return (f"cannot parse C++ at line {row}, column {col} (tree-sitter's C++ grammar): "
-                            "fix the syntax there, or --exclude the file")
+                at = around.start_byte + m.start()
+                if not _in_comment(scan.root, at):
+                    row, col = _innermost_error(n, at).start_point
+                    out.append(Unreadable(around.start_byte, around.end_byte, row + 1, col + 1))
+                    break
             continue
         if n.has_error:
             stack.extend(n.children)
-    return None
+    return sorted(out, key=lambda u: u.start)
+
+
+def _innermost_error(n: Node, at: int) -> Node:
+    """The smallest ERROR node in ``n`` holding byte ``at`` (``n`` itself when none)."""
+    inner = next((c for c in n.children if c.start_byte <= at < c.end_byte and c.has_error), None)
+    while inner is not None:
+        if inner.type == "ERROR":
+            n = inner
+        inner = next((c for c in inner.children if c.start_byte <= at < c.end_byte and c.has_error), None)
+    return n
 
 
 def _statement(n: Node) -> Node:
@@ -62,9 +109,10 @@ def hits(scan: Scan) -> Iterator[Hit]:
     for cast in scan.casts:
         if cast.kind is Kind.NCCL2 or scan.handles_nccl2(cast.node, cast.unit):
             continue
-        if not cast.checked and cast.unit is scan.main and _from_legacy(scan, cast):
-            continue  # legacy to its own subclass: the pointer is never nccl2's
+        if cast.unit is scan.main and _not_from_torch(scan, cast):
+            continue
         yield _cast_hit(scan, cast)
+    yield from _constructions(scan)
     yield from _members(scan)
     yield from _name_compares(scan)
     yield from _bindings(scan)
@@ -85,10 +133,7 @@ def _cast_hit(scan: Scan, cast: Cast) -> Hit:
                   detail=(f"Under torch 2.15's nccl2 the backend is c10d::nccl2::ProcessGroupNCCL, a sibling class, "
                           f"so this cast gives null. Add a second branch, `{_GUARDED_CAST}({arg})` under "
                           f"`#if __has_include(<{NCCL2_HEADER}>)` (with that include), or use {shim}."))
-        if cast.unit.macro is None and cast.kind is Kind.LEGACY:
-            fix = idiom_fix(scan, cast)
-            if fix is not None:
-                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+        hit.cast = cast
         return hit
     message = f"{cast.fn} to {_cls(cast)}: undefined behaviour under nccl2"
     return Hit(start, "NCX302", message if len(message) <= 88 else message.replace("undefined behaviour", "UB"),
@@ -100,6 +145,39 @@ def _cast_hit(scan: Scan, cast: Cast) -> Hit:
 
 def _short(name: str, width: int = 20) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
+
+
+# --- NCX307: the legacy class built by the code itself ---
+def _constructions(scan: Scan) -> Iterator[Hit]:
+    for b in scan.values.builds:
+        if b.kind is not Kind.LEGACY or _builds_both(scan, b.node):
+            continue
+        what = f"`{b.builder}`" if b.builder == "new" else f"`{b.builder}<...>`"
+        yield Hit(b.node.start_byte, "NCX307", f"{what} builds legacy ProcessGroupNCCL: goes with the rollback",
+                  detail=("An object the code builds itself is the legacy class on every torch that ships it, so "
+                          "casts and calls on it keep working under nccl2; but the legacy class stays only as "
+                          "torch 2.15's rollback (TORCH_DIST_USE_NCCL2=0, \"nccl-legacy\"), which has no "
+                          "announced future, and this line stops compiling when it goes. Build "
+                          f"`c10d::nccl2::ProcessGroupNCCL` (torch 2.14+, the same constructor arguments) under "
+                          f"`#if __has_include(<{NCCL2_HEADER}>)`, with the legacy construction in its `#else` "
+                          "for torch 2.13."),
+                  node=b.node)
+
+
+def _builds_both(scan: Scan, n: Node) -> bool:
+    """Is the construction ``n`` in a function that also builds nccl2's class, or under an
+    ``#if``/``#else`` whose condition names nccl2 (its header, a macro for it)?"""
+    lo, hi = scan.context(n, scan.main)
+    if any(lo <= at < hi for at in scan.values.nccl2_builds):
+        return True
+    p = n.parent
+    while p is not None:
+        if p.type in ("preproc_if", "preproc_elif", "preproc_ifdef", "preproc_elifdef"):
+            cond = p.child_by_field_name("condition") or p.child_by_field_name("name")
+            if cond is not None and b"nccl2" in scan.src.data[cond.start_byte:cond.end_byte].lower():
+                return True
+        p = p.parent
+    return False
 
 
 # --- NCX303: legacy-only members ---
@@ -116,7 +194,7 @@ def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
             legacy = typed or (value is not None and (
                 (value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY) or _const_cast_to_legacy(scan, value)))
-            name = _declarator_name(d)
+            name = declarator_name(d)
             if legacy and name:
                 out[name] = n.start_byte
     return out
@@ -129,22 +207,43 @@ def _const_cast_to_legacy(scan: Scan, n: Node) -> bool:
         and bool(args.named_children) and scan.resolver.kind_of_type(args.named_children[0]) is Kind.LEGACY
 
 
-def _from_legacy(scan: Scan, cast: Cast) -> bool:
-    """Is the operand of ``cast`` already a pointer to the legacy class (a parameter or local
-    of that type, or a const_cast to it)?"""
+def _not_from_torch(scan: Scan, cast: Cast) -> bool:
+    """Is the operand of ``cast`` never nccl2's object: one the file built itself as the legacy
+    class, a ``c10d::ProcessGroup`` (not a Backend since torch 2.0: the cast is null on every
+    torch), or already a legacy pointer or reference cast to the file's own subclass (the break
+    is where that pointer came from)?"""
     operand = cast_operand(cast.node)
-    fn = _function(cast.node)
-    if operand is None or fn is None:
+    if operand is None:
         return False
-    if operand.type == "identifier":
+    if scan.self_built(operand) or scan.from_process_group(operand):
+        return True
+    return (cast.kind is Kind.LEGACY_SUB or not cast.checked) and _from_legacy(scan, cast, operand)
+
+
+def _from_legacy(scan: Scan, cast: Cast, operand: Node) -> bool:
+    """Is ``operand`` already a pointer or reference to the legacy class (a parameter or local
+    of that type, its ``.get()`` or ``*``, or a const_cast to it)?"""
+    fn = function_of(cast.node)
+    operand = strip(operand)
+    if operand.type == "call_expression":
+        f = operand.child_by_field_name("function")
+        if f is not None and f.type == "field_expression" and text_of(f.child_by_field_name("field")) == "get":
+            operand = strip(f.child_by_field_name("argument") or operand)
+    if operand.type == "identifier" and fn is not None:
         return _legacy_vars(scan, fn).get(text_of(operand), 1 << 62) < operand.start_byte
     return _const_cast_to_legacy(scan, operand)
 
 
-def _declarator_name(d: Node | None) -> str:
-    while d is not None and d.type not in ("identifier", "field_identifier"):
-        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
-    return text_of(d)
+def _cast_not_from_torch(scan: Scan, arg: Node) -> bool:
+    """``arg`` is a cast (or a variable set from one) that :func:`_not_from_torch` clears."""
+    fn = function_of(arg)
+    if arg.type == "identifier" and fn is not None:
+        for d in walk(fn):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None and declarator_name(d) == text_of(arg) and d.start_byte < arg.start_byte:
+                arg = value
+    cast = next((c for c in scan.casts if c.node.id == arg.id), None)
+    return cast is not None and _not_from_torch(scan, cast)
 
 
 def _members(scan: Scan) -> Iterator[Hit]:
@@ -159,12 +258,12 @@ def _members(scan: Scan) -> Iterator[Hit]:
             arg = arg.named_children[0]
         if arg is None:
             continue
-        fn = _function(n)
+        fn = function_of(n)
         legacy = arg.id in cast_at
         if not legacy and arg.type == "identifier" and fn is not None:
             names = fns.setdefault(fn.id, _legacy_vars(scan, fn))
             legacy = names.get(text_of(arg), 1 << 62) < n.start_byte
-        if not legacy or scan.handles_nccl2(n, scan.main):
+        if not legacy or scan.handles_nccl2(n, scan.main) or scan.self_built(arg) or _cast_not_from_torch(scan, arg):
             continue
         field_node = n.child_by_field_name("field")
         assert field_node is not None
@@ -173,13 +272,6 @@ def _members(scan: Scan) -> Iterator[Hit]:
                   detail=(f"c10d::nccl2::ProcessGroupNCCL does not declare {member}{base} (torch 2.15.0 headers). "
                           "Keep the call on the legacy branch only, behind a dynamic_cast to the legacy class, "
                           "and give the nccl2 branch its own path."))
-
-
-def _function(n: Node) -> Node | None:
-    p = n.parent
-    while p is not None and p.type != "function_definition":
-        p = p.parent
-    return p
 
 
 # --- NCX304: backend name compared with "nccl" ---
@@ -204,9 +296,7 @@ def _name_compares(scan: Scan) -> Iterator[Hit]:
                   detail=(f'Under torch 2.15 getBackendName() of the default NCCL backend is "nccl2". Replace '
                           f"`{text_of(n)}` with `{new}` (and check what the branch does with the backend: "
                           "a cast to the legacy class there fails under nccl2)."))
-        if pure(other):
-            hit.fix = FixKind.UNSAFE
-            hit.edits = [scan_edit(scan, n, new)]
+        hit.node, hit.replacement = n, new
         yield hit
 
 
@@ -220,16 +310,17 @@ def _names_backend(scan: Scan, n: Node) -> bool:
     "nccl" under nccl2 too, so its getBackendName() is not one."""
     call = _name_call(n)
     if call is None and n.type == "identifier":
-        fn = _function(n)
+        fn = function_of(n)
         for d in walk(fn) if fn is not None else ():
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            if value is not None and _declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
+            if value is not None and declarator_name(d) == text_of(n) and d.start_byte < n.start_byte:
                 call = _name_call(value)
     if call is None:
         return False
     fn = call.child_by_field_name("function")
     receiver = fn.child_by_field_name("argument") if fn is not None else None
-    return receiver is None or not _is_process_group(scan, receiver)
+    return receiver is None or not (_is_process_group(scan, receiver) or scan.self_built(receiver)
+                                    or _cast_not_from_torch(scan, strip(receiver)))
 
 
 def _name_call(n: Node) -> Node | None:
@@ -254,7 +345,7 @@ def _is_process_group(scan: Scan, receiver: Node) -> bool:
             continue
         for decl in walk(d):
             if decl.type in ("parameter_declaration", "declaration") and any(
-                    _declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
+                    declarator_name(x) == spelled for x in decl.children_by_field_name("declarator")):
                 return bool(_PG_TYPE.search(text_of(decl.child_by_field_name("type"))))
     low = spelled.lower()
     return "backend" not in low and ("process_group" in low or "processgroup" in low or low.rstrip("_") in ("pg", "group"))
@@ -276,40 +367,30 @@ def _compares_nccl2(n: Node, operand: str) -> bool:
 
 # --- NCX305: bindings ---
 def _bindings(scan: Scan) -> Iterator[Hit]:
-    if not re.search(r"PYBIND11_MODULE|pybind11|py::|TORCH_LIBRARY", scan.src.text):
+    """Legacy parameters of the functions bound in this file (lambdas, definitions and
+    declarations), and of this file's functions that another file of the run binds."""
+    local = may_bind(scan.parsed)
+    project = dict(scan.options.cpp_bound)
+    if not local and not project:
         return
-    defs: dict[str, list[Node]] = {}
-    for n in scan.nodes["function_definition"]:
-        name = _declarator_name(n.child_by_field_name("declarator"))
-        defs.setdefault(name, []).append(n)
+    functions = function_declarators(scan.root, find(scan.root, scan.cuda, ("function_declarator",)))
     seen: set[int] = set()
-    for n in scan.nodes["call_expression"]:
-        fn = n.child_by_field_name("function")
-        if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) not in _PY_BIND:
+    here: set[str] = set()
+    for b in binding_calls(scan.nodes["call_expression"]) if local else ():
+        if not b.target:
+            yield from _legacy_params(scan, b.params, b.exposed, seen)
             continue
-        args = n.child_by_field_name("arguments")
-        if args is None or len(args.named_children) < 2 or args.named_children[0].type != "string_literal":
+        here.add(b.target)
+        for d in functions.get(b.target, []):
+            yield from _legacy_params(scan, d.child_by_field_name("parameters"), b.exposed, seen)
+    for name, site in project.items():
+        if name in here:
             continue
-        exposed = text_of(args.named_children[0]).strip('"').split("(")[0]
-        target = args.named_children[1]
-        for m in walk(target):
-            if m.type == "lambda_expression":
-                decl = m.child_by_field_name("declarator")
-                params = decl.child_by_field_name("parameters") if decl is not None else None
-                yield from _legacy_params(scan, params, exposed, seen)
-                break
-            if m.type in ("identifier", "qualified_identifier") and m.parent is not None \
-                    and m.parent.type != "qualified_identifier":
-                for d in defs.get(text_of(m).rsplit("::", 1)[-1], []):
-                    decl = d.child_by_field_name("declarator")
-                    while decl is not None and decl.type != "function_declarator":
-                        decl = decl.child_by_field_name("declarator")
-                    params = decl.child_by_field_name("parameters") if decl is not None else None
-                    yield from _legacy_params(scan, params, exposed, seen)
-                break
+        for d in functions.get(name, []):
+            yield from _legacy_params(scan, d.child_by_field_name("parameters"), name, seen, site)
 
 
-def _legacy_params(scan: Scan, params: Node | None, exposed: str, seen: set[int]) -> Iterator[Hit]:
+def _legacy_params(scan: Scan, params: Node | None, exposed: str, seen: set[int], site: str = "") -> Iterator[Hit]:
     for p in params.named_children if params is not None else ():
         ty = p.child_by_field_name("type")
         if ty is None or p.id in seen or scan.resolver.kind_of_type(ty) is not Kind.LEGACY:
@@ -319,9 +400,10 @@ def _legacy_params(scan: Scan, params: Node | None, exposed: str, seen: set[int]
         assert core is not None
         new = text_of(p)[: core.start_byte - p.start_byte] + "c10d::Backend" + text_of(p)[core.end_byte - p.start_byte:]
         yield Hit(ty.start_byte, "NCX305", f"binding `{_short(exposed)}` takes legacy ProcessGroupNCCL: TypeError under nccl2",
-                  detail=(f"Python callers pass the group's backend, which under torch 2.15 is "
-                          f"c10d::nccl2::ProcessGroupNCCL: pybind11 rejects it. Take `{new}` and get the "
-                          "communicator with `ncclx::comm_ptr(...)` from <ncclx/compat.h>, or cast to both classes."))
+                  detail=(("" if not site else f"Bound to Python at {site}. ")
+                          + "Python callers pass the group's backend, which under torch 2.15 is "
+                          + f"c10d::nccl2::ProcessGroupNCCL: pybind11 rejects it. Take `{new}` and get the "
+                          + "communicator with `ncclx::comm_ptr(...)` from <ncclx/compat.h>, or cast to both classes."))
 
 
 # --- NCX306: subclasses ---

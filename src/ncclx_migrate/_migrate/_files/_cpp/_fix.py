@@ -22,25 +22,170 @@ or, with ``--use-shim``, into the helpers of ``<ncclx/compat.h>`` (``ncclx::is_n
 
 from __future__ import annotations
 
+import os
 import re
 
 from tree_sitter import Node
 
-from ._cpp import LEGACY_ONLY, NCCL2_HEADER, Cast, Scan, cast_operand, scan_edit
-from ._cpp_names import Kind, text_of
-from ._cpp_parse import walk
-from ._text import Edit
+from ..._model import FixKind
+from .._text import Edit
+from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, pure
+from ._members import LEGACY_ONLY
+from ._names import Kind, text_of
+from ._parse import walk
+from ._rules import Hit
+from ._setup import BUILD_HINT, SETUP_HINT
 
-__all__ = ["idiom_fix", "pure"]
+__all__ = ["add_fixes", "include_edit"]
 
 _CHECKS = frozenset({"TORCH_CHECK", "TORCH_INTERNAL_ASSERT", "CHECK", "assert", "AT_ASSERT", "TORCH_CHECK_VALUE"})
-_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
 _NCCL2 = "c10d::nccl2::ProcessGroupNCCL"
 GUARDED_INCLUDE = (f"#if __has_include(<{NCCL2_HEADER}>)\n#include <{NCCL2_HEADER}>\n#endif\n")
 SHIM_INCLUDE = "#include <ncclx/compat.h>\n"
 
 
-def idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
+def add_fixes(scan: Scan, hits: list[Hit]) -> None:
+    """Give each hit the (unsafe) edits that fix it, where a rewrite is known."""
+    for hit in hits:
+        cast = hit.cast
+        if hit.code == "NCX301" and cast is not None and cast.unit.macro is None and cast.kind is Kind.LEGACY:
+            fix = _idiom_fix(scan, cast)
+            if fix is not None:
+                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
+                if hit.include == SHIM_INCLUDE and "<ncclx/compat.h>" not in scan.src.text:
+                    built = os.path.normpath(scan.path) in {src for _, src in scan.options.cpp_shim_builds}
+                    hit.detail += f" With --use-shim the fix includes <ncclx/compat.h>: {SETUP_HINT if built else BUILD_HINT}."
+        elif hit.code == "NCX307" and hit.node is not None:
+            edits = _construction_fix(scan, hit.node)
+            if edits is not None:
+                hit.fix, hit.edits, hit.include = FixKind.UNSAFE, edits, GUARDED_INCLUDE
+        elif hit.code == "NCX304" and hit.node is not None and hit.replacement:
+            operand = _compared(hit.node)
+            if operand is not None and pure(operand):
+                hit.fix, hit.edits = FixKind.UNSAFE, [scan_edit(scan, hit.node, hit.replacement)]
+
+
+# What a self-built backend may be used for when the fix builds nccl2's class instead: a
+# member both classes declare, or handing it on as a c10d::Backend.
+_HANDS_ON = frozenset({"setBackend", "registerBackend"})
+
+
+def _construction_fix(scan: Scan, build: Node) -> list[Edit] | None:
+    """``auto b = make_intrusive<c10d::ProcessGroupNCCL>(...);`` (or ``return`` of it from a
+    function returning a ``c10d::Backend`` pointer) on its own lines, whose variable is only
+    asked for members nccl2's class declares too or handed to ``setBackend``: the same
+    statement building ``c10d::nccl2::ProcessGroupNCCL`` under ``__has_include``, the legacy
+    one in the ``#else``."""
+    found = next((b for b in scan.values.builds if b.node.id == build.id), None)
+    stmt = build.parent
+    if found is None or stmt is None:
+        return None
+    if stmt.type == "return_statement":
+        fn = _enclosing_function(stmt)
+        ret = fn.child_by_field_name("type") if fn is not None else None
+        if ret is None or "Backend" not in text_of(ret) or "ProcessGroupNCCL" in text_of(ret):
+            return None
+    else:
+        decl = stmt.parent
+        ty = decl.child_by_field_name("type") if decl is not None else None
+        if decl is None or stmt.type != "init_declarator" or decl.type != "declaration" or ty is None \
+                or ty.type != "placeholder_type_specifier" or len(decl.children_by_field_name("declarator")) != 1 \
+                or stmt.child_by_field_name("value") != build:
+            return None
+        var = _name_node(stmt.child_by_field_name("declarator"))
+        block = decl.parent
+        if var is None or block is None or any(not _hands_on(u) for u in walk(block)
+                                               if u.type == "identifier" and text_of(u) == text_of(var)
+                                               and u.start_byte >= decl.end_byte):
+            return None
+        stmt = decl
+    if stmt.parent is None or stmt.parent.type != "compound_statement" or not _own_lines(scan, stmt):
+        return None
+    text = scan.src.text
+    start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
+    indent = text[text.rfind("\n", 0, start) + 1:start]
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    nl = "\r\n" if text[:line_end].endswith("\r\n") else "\n"
+    body = text_of(stmt)
+    s, e = found.name.start_byte - stmt.start_byte, found.name.end_byte - stmt.start_byte
+    copy = body[:s] + _NCCL2 + body[e:]
+    line_start = text.rfind("\n", 0, start) + 1
+    block_text = (f"#if __has_include(<{NCCL2_HEADER}>){nl}{indent}{copy}{nl}#else{nl}"
+                  f"{indent}{body}{nl}#endif{nl}")
+    if not text[:line_end].endswith("\n"):
+        block_text = block_text.rstrip("\r\n")
+    return [Edit(line_start, line_end, block_text)]
+
+
+def _enclosing_function(n: Node) -> Node | None:
+    p = n.parent
+    while p is not None and p.type not in ("function_definition", "lambda_expression"):
+        p = p.parent
+    return p if p is not None and p.type == "function_definition" else None
+
+
+def _hands_on(use: Node) -> bool:
+    """A use of a self-built backend that nccl2's class serves as well."""
+    p = use.parent
+    if p is not None and p.type == "call_expression" and text_of(p.child_by_field_name("function")) in ("std::move",):
+        use, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "field_expression" and p.child_by_field_name("argument") == use:
+        field = text_of(p.child_by_field_name("field"))
+        return field not in LEGACY_ONLY and field != "get" and p.parent is not None \
+            and p.parent.type == "call_expression"
+    if p.type == "return_statement":
+        fn = _enclosing_function(p)
+        ret = text_of(fn.child_by_field_name("type")) if fn is not None else ""
+        return "Backend" in ret and "ProcessGroupNCCL" not in ret
+    if p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
+        fn = p.parent.child_by_field_name("function")
+        callee = fn.child_by_field_name("field") if fn is not None and fn.type == "field_expression" else fn
+        return text_of(callee) in _HANDS_ON
+    return False
+
+
+def _compared(n: Node) -> Node | None:
+    """The side of ``x == "nccl"`` that is not the literal."""
+    left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    return right if left.type == "string_literal" else left
+
+
+def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
+    """Replace node ``n`` of ``scan``'s file with ``new`` (byte offsets to text offsets)."""
+    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
+
+
+def include_edit(scan: Scan, block: str) -> Edit | None:
+    """``block`` (an include, maybe guarded) after the file's includes, unless present."""
+    header = re.search(r"#include\s*<([^>]+)>", block)
+    includes = scan.nodes["preproc_include"]
+    if header and any(_header(n) == header.group(1) for n in includes):
+        return None
+    nl = "\r\n" if "\r\n" in scan.src.text else "\n"
+    block = block.replace("\n", nl)
+    # After the legacy include (``<...>`` or quoted), inside whatever #ifdef holds it.
+    legacy = [n for n in includes if _header(n).endswith("c10d/ProcessGroupNCCL.hpp") and "nccl2" not in _header(n)]
+    top = [n for n in includes if n.parent is not None and n.parent.type == "translation_unit"]
+    if not (legacy or top):
+        return Edit(0, 0, block)
+    anchor = (legacy or top)[-1]
+    end = scan.src.char(anchor.end_byte)
+    if not scan.src.text[:end].endswith("\n"):
+        return Edit(end, end, nl + block.rstrip("\r\n"))
+    return Edit(end, end, block)
+
+
+def _header(include: Node) -> str:
+    """The header an ``#include`` names, without its ``<>`` or quotes."""
+    return text_of(include.child_by_field_name("path")).strip().strip('<>"')
+
+
+def _idiom_fix(scan: Scan, cast: Cast) -> tuple[list[Edit], str] | None:
     """(edits, include block) for the idiom around ``cast``, or None when it is not one."""
     init = cast.node.parent
     if init is not None and init.type == "declaration" and init.parent is not None \
@@ -175,23 +320,6 @@ def _name_node(d: Node | None) -> Node | None:
     while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
         d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
     return d if d is not None and d.type == "identifier" else None
-
-
-def pure(n: Node) -> bool:
-    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
-    ``this`` and calls of the getters that reach a backend or its name."""
-    if n.type in ("identifier", "qualified_identifier", "this"):
-        return True
-    if n.type == "field_expression":
-        arg = n.child_by_field_name("argument")
-        return arg is not None and pure(arg)
-    if n.type == "call_expression":
-        fn = n.child_by_field_name("function")
-        args = n.child_by_field_name("arguments")
-        return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
-                and pure(fn) and args is not None
-                and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
-    return False
 
 
 def _own_lines(scan: Scan, decl: Node) -> bool:

@@ -1,40 +1,34 @@
-"""C++ and CUDA sources: the casts and bindings that nccl2 breaks (NCX301-NCX306).
+"""The index of one C++/CUDA file: its syntax nodes by type, the names in scope, the casts
+to either NCCL class (in the code and in macro bodies), and where the code handles nccl2.
 
-Everything is read from tree-sitter's syntax tree (comments, strings and ``#if 0`` blocks
-are nodes, never matches).  Macro bodies, which the grammar leaves as raw text, are parsed
-on their own: a cast in a macro is reported where the macro defines it (the one place to
-fix), unless every use of the macro is in a function that also handles nccl2.
-
-A function (or macro) that already casts to nccl2's class, or calls the ``ncclx::`` helpers
-of ``<ncclx/compat.h>``, handles both classes: its casts and members are not findings.
-Fixes are all unsafe; the idiom they rewrite is in :mod:`._cpp_fix`.
+Macro bodies, which the grammar leaves as raw text, are parsed on their own: a cast in a
+macro is reported where the macro defines it (the one place to fix), unless every use of the
+macro is in a function that also handles nccl2.  A function (or macro) that already casts to
+nccl2's class, or calls the ``ncclx::`` helpers of ``<ncclx/compat.h>``, handles both classes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from .._model import FileResult, Finding, FixKind, Options, is_selected
-from .._suppress import IGNORE, codes_in
-from ._cpp_members import LEGACY_ONLY
-from ._cpp_names import Kind, Resolver, text_of
-from ._cpp_parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
-from ._text import Edit, LineIndex, apply_edits
+from ..._model import Options
+from ._names import Kind, Resolver, text_of
+from ._parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
+from ._values import Values, names_process_group, strip
+from ._views import View
 
-__all__ = ["CHECKED", "LEGACY_ONLY", "NCCL2_HEADER", "UNCHECKED", "Cast", "Hit", "Scan", "Unit", "cast_operand",
-           "may_match", "scan_cpp", "scan_edit"]
+__all__ = ["CHECKED", "NCCL2_HEADER", "UNCHECKED", "Cast", "Scan", "Unit", "cast_operand", "declarator_name",
+           "function_of", "may_match", "pure"]
 
 CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_pointer_cast"})
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
                        "static_intrusive_pointer_cast", "reinterpret_intrusive_pointer_cast"})
 _SHIM_CALLS = frozenset({"comm_ptr", "is_nccl", "nccl_kind"})
-_SUPPRESS = re.compile(IGNORE)
 _MACRO_PREFIX = b"void __ncclx_macro_body__() {\n"
-_FUNCS = ("function_definition", "lambda_expression")
 NCCL2_HEADER = "torch/csrc/distributed/c10d/nccl2/ProcessGroupNCCL.hpp"
 
 
@@ -72,23 +66,13 @@ class Cast:
         return self.fn in CHECKED
 
 
-@dataclass
-class Hit:
-    offset: int  # file byte offset
-    code: str
-    message: str
-    fix: FixKind = FixKind.NONE
-    detail: str = ""
-    edits: list[Edit] = field(default_factory=list)  # character offsets
-    include: str = ""  # the include block an applied fix needs (once per file)
-
-
 class Scan:
-    def __init__(self, path: str, text: str, options: Options) -> None:
+    def __init__(self, path: str, text: str, options: Options, view: View | None = None) -> None:
         self.path = path
         self.options = options
         self.src = Source(text, text.encode("utf-8"))
-        tree, self.parsed = parse_bytes(path, self.src.data)
+        self.view = view  # the arms of #if/#else read (None: the file as written)
+        tree, self.parsed = parse_bytes(path, self.src.data if view is None else view.data)
         self.root = tree.root_node
         self.cuda = is_cuda(path)
         self.nodes = index(tree, self.cuda)
@@ -100,6 +84,7 @@ class Scan:
         self.units = [self.main, *self._macro_units()]
         self.casts = [c for u in self.units for c in self._casts(u)]
         self.nccl2_at = self._nccl2_evidence()
+        self.values = Values(self.root, self.cuda, self.nodes, self.resolver)
 
     # --- structure ---
     def _macro_units(self) -> Iterator[Unit]:
@@ -152,6 +137,42 @@ class Scan:
         fn = _outer_function(n)
         return (fn.start_byte, fn.end_byte) if fn is not None else (0, len(self.parsed))
 
+    def self_built(self, n: Node | None) -> bool:
+        """Is ``n`` provably an object this file built as the legacy class (:mod:`._values`)?"""
+        return n is not None and self.values.built(n)
+
+    def from_process_group(self, n: Node | None) -> bool:
+        """Is ``n`` (``pg``, ``pg.get()``, ``*pg``, ``this->pg_``) declared a
+        ``c10d::ProcessGroup`` (a pointer, smart pointer or reference to one)?"""
+        if n is None:
+            return False
+        n = strip(n)
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) != "get":
+                return False
+            n = strip(fn.child_by_field_name("argument") or n)
+        name = text_of(n.child_by_field_name("field")) if n.type == "field_expression" \
+            else text_of(n) if n.type == "identifier" else ""
+        ty = self.declared_type(n, name) if name else None
+        return ty is not None and names_process_group(text_of(ty))
+
+    def declared_type(self, at: Node, name: str) -> Node | None:
+        """The type ``name`` is declared with where ``at`` uses it: a parameter or local of the
+        function around, else a member declared in the file."""
+        fn = function_of(at)
+        for d in walk(fn) if fn is not None else ():
+            if d.type in ("parameter_declaration", "optional_parameter_declaration", "declaration") \
+                    and d.start_byte < at.start_byte \
+                    and any(declarator_name(x) == name for x in d.children_by_field_name("declarator")):
+                return d.child_by_field_name("type")
+        for c in self.nodes["class_specifier"] + self.nodes["struct_specifier"]:
+            for d in walk(c):
+                if d.type == "field_declaration" and any(
+                        declarator_name(x) == name for x in d.children_by_field_name("declarator")):
+                    return d.child_by_field_name("type")
+        return None
+
     def handles_nccl2(self, n: Node, unit: Unit) -> bool:
         lo, hi = self.context(n, unit)
         if any(lo <= a < hi for a in self.nccl2_at):
@@ -162,65 +183,6 @@ class Scan:
         name = text_of(unit.macro.child_by_field_name("name"))
         uses = named(self.root, self.cuda, name)
         return bool(uses) and all(self.handles_nccl2(u, self.main) for u in uses)
-
-    # --- results ---
-    def result(self, hits: list[Hit]) -> FileResult:
-        if not hits:
-            return FileResult(self.path)
-        index = LineIndex(self.src.text)
-        quiet = self._suppressions()
-        findings: list[Finding] = []
-        taken: list[Edit] = []
-        includes: list[str] = []
-        for hit in sorted(hits, key=lambda h: (h.offset, h.code)):
-            if not is_selected(hit.code, self.options):
-                continue
-            offset = self.src.char(hit.offset)
-            row, col = index.position(offset)
-            codes = quiet.get(row, frozenset())
-            if "*" in codes or any(hit.code.startswith(c) for c in codes):
-                continue
-            applied = False
-            if hit.edits and self.options.wants_fix(hit.fix) \
-                    and not any(_overlaps(e, t) for e in hit.edits for t in taken):
-                taken.extend(hit.edits)
-                applied = True
-                if hit.include and hit.include not in includes:
-                    includes.append(hit.include)
-            findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
-        for inc in includes:
-            edit = self.include_edit(inc)
-            if edit is not None:
-                taken.append(edit)
-        new_text = apply_edits(self.src.text, taken) if taken else None
-        return FileResult(self.path, findings, None if new_text == self.src.text else new_text)
-
-    def _suppressions(self) -> dict[int, frozenset[str]]:
-        out: dict[int, frozenset[str]] = {}
-        for c in self.nodes["comment"]:
-            for m in _SUPPRESS.finditer(text_of(c)):
-                line = c.start_point.row + 1
-                out[line] = out.get(line, frozenset()) | codes_in(m)
-        return out
-
-    def include_edit(self, block: str) -> Edit | None:
-        """``block`` (an include, maybe guarded) after the file's includes, unless present."""
-        header = re.search(r"#include\s*(<[^>]+>)", block)
-        includes = self.nodes["preproc_include"]
-        if header and any(text_of(n.child_by_field_name("path")) == header.group(1) for n in includes):
-            return None
-        nl = "\r\n" if "\r\n" in self.src.text else "\n"
-        block = block.replace("\n", nl)
-        legacy = [n for n in includes if text_of(n.child_by_field_name("path")).endswith(
-            "c10d/ProcessGroupNCCL.hpp>") and "nccl2" not in text_of(n)]
-        top = [n for n in includes if n.parent is not None and n.parent.type == "translation_unit"]
-        if not (legacy or top):
-            return Edit(0, 0, block)
-        anchor = (legacy or top)[-1]
-        end = self.src.char(anchor.end_byte)
-        if not self.src.text[:end].endswith("\n"):
-            return Edit(end, end, nl + block.rstrip("\r\n"))
-        return Edit(end, end, block)
 
 
 def _cast_parts(n: Node) -> tuple[str, Node] | None:
@@ -271,20 +233,36 @@ def _in_error(n: Node) -> bool:
     return False
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
-    return (a.start < b.end and b.start < a.end) or (a.start == a.end == b.start == b.end)
+def function_of(n: Node) -> Node | None:
+    """The innermost function definition holding ``n``."""
+    p = n.parent
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p
 
 
-def scan_cpp(path: str, text: str, options: Options) -> FileResult:
-    from ._cpp_rules import find_error, hits
-
-    scan = Scan(path, text, options)
-    error = find_error(scan)
-    if error is not None:
-        return FileResult(path, error=error)
-    return scan.result(list(hits(scan)))
+def declarator_name(d: Node | None) -> str:
+    """The name a declarator declares (through pointers, references, initialisers)."""
+    while d is not None and d.type not in ("identifier", "field_identifier"):
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return text_of(d)
 
 
-def scan_edit(scan: Scan, n: Node, new: str) -> Edit:
-    """Replace node ``n`` of ``scan``'s file with ``new`` (byte offsets to text offsets)."""
-    return Edit(scan.src.char(n.start_byte), scan.src.char(n.end_byte), new)
+_GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})
+
+
+def pure(n: Node) -> bool:
+    """Cheap and free of side effects, so that it may be evaluated twice: names, members,
+    ``this`` and calls of the getters that reach a backend or its name."""
+    if n.type in ("identifier", "qualified_identifier", "this"):
+        return True
+    if n.type == "field_expression":
+        arg = n.child_by_field_name("argument")
+        return arg is not None and pure(arg)
+    if n.type == "call_expression":
+        fn = n.child_by_field_name("function")
+        args = n.child_by_field_name("arguments")
+        return (fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) in _GETTERS
+                and pure(fn) and args is not None
+                and all(a.type in ("qualified_identifier", "identifier", "number_literal") for a in args.named_children))
+    return False

@@ -4,7 +4,7 @@
 tree-sitter parse of both class bodies, public members: a protected one is reached only
 from a subclass, which NCX306 reports); a test re-derives it
 from the installed headers and compares.  To refresh it:
-``python -m ncclx_migrate._migrate._files._cpp_members <site-packages>/torch/include``.
+``python -m ncclx_migrate._migrate._files._cpp._members <site-packages>/torch/include``.
 The value says whether ``c10d::Backend`` declares the member: then a call through an nccl2
 backend compiles but reaches Backend's default (which throws or does nothing).
 """
@@ -54,7 +54,7 @@ _KINDS = ("field_declaration", "declaration", "function_definition")
 
 def _class_members(path: str, cls: str) -> dict[str, str]:
     """member name -> access ("public", "protected", "private") of class ``cls`` in ``path``."""
-    from ._cpp_parse import parse_bytes
+    from ._parse import parse_bytes
 
     with open(path, "rb") as fh:
         tree, _ = parse_bytes(path, fh.read())

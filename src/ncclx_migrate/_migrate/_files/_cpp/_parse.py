@@ -22,14 +22,14 @@ import tree_sitter_cpp
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
-__all__ = ["INDEXED", "Source", "index", "is_cuda", "named", "parse_bytes", "parse_snippet", "walk"]
+__all__ = ["INDEXED", "Source", "find", "index", "is_cuda", "named", "parse_bytes", "parse_snippet", "walk"]
 
 # The node types the rules look at, found by one tree-sitter query (in C; a Python walk of
 # every node costs ~10x the parse).
 INDEXED = ("call_expression", "cast_expression", "field_expression", "binary_expression", "base_class_clause",
            "namespace_definition", "using_declaration", "alias_declaration", "type_definition",
            "class_specifier", "struct_specifier", "preproc_def", "preproc_function_def", "preproc_include",
-           "comment", "function_definition")
+           "comment", "function_definition", "new_expression")
 
 _CUDA_EXTS = (".cu", ".cuh")
 
@@ -68,6 +68,11 @@ def index(tree: Tree, cuda: bool) -> dict[str, list[Node]]:
         nodes = sorted(found.get(t, []), key=lambda n: n.start_byte)
         out[t] = [n for n in nodes if not any(a <= n.start_byte < b for a, b in dead)] if dead else nodes
     return out
+
+
+def find(root: Node, cuda: bool, types: tuple[str, ...]) -> dict[str, list[Node]]:
+    """Node type -> its nodes under ``root`` (in no order), for ``types`` (one query)."""
+    return QueryCursor(_query(cuda, " ".join(f"({t}) @{t}" for t in types))).captures(root)
 
 
 def _branch_end(n: Node) -> int:

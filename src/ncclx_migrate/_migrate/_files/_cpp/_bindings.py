@@ -1,0 +1,143 @@
+"""Functions exposed to Python and the functions they name, in one file and across a project.
+
+A binding is a pybind11 ``m.def("name", ...)`` / ``py::class_<...>(...).def(...)`` /
+``.def_static`` or a ``TORCH_LIBRARY`` ``m.impl("op", ...)``: its target is a lambda (whose
+parameters are read in place) or a function named by ``&f``, ``f``, ``ns::f``, ``&Cls::f``,
+``TORCH_FN(f)`` or ``py::overload_cast<...>(&f)``.  A function is a definition (with a
+body) or a declaration (a prototype in a header, a method declared in its class): both
+carry the parameter types that pybind11 checks, so both count.
+
+Real projects declare a function in a header, define it in one ``.cpp`` and bind it in
+another, whose text may never name ``ProcessGroupNCCL``.  The runner's pre-pass therefore
+reads every file that binds (:class:`Project`), and each file's scan gets the names the
+project binds, with where (``Options.cpp_bound``).  Names are matched unqualified, as the
+compiler's overload set would gather them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ._names import text_of
+from ._parse import find, is_cuda, parse_bytes
+
+__all__ = ["BINDS", "Binding", "Project", "binding_calls", "function_declarators", "may_bind"]
+
+BINDS = re.compile(rb"PYBIND11_MODULE|pybind11|py::|TORCH_LIBRARY")
+_PY_BIND = ("def", "def_static", "impl")
+_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
+
+
+def may_bind(data: bytes) -> bool:
+    return BINDS.search(data) is not None
+
+
+@dataclass
+class Binding:
+    exposed: str  # the Python name
+    call: Node  # the m.def(...) call
+    target: str  # the bound function's unqualified name ("" for a lambda)
+    params: Node | None  # a lambda's parameter list
+
+
+def binding_calls(calls: list[Node]) -> Iterator[Binding]:
+    """The bindings among ``calls`` (call_expression nodes)."""
+    for n in calls:
+        fn = n.child_by_field_name("function")
+        if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) not in _PY_BIND:
+            continue
+        args = n.child_by_field_name("arguments")
+        if args is None or len(args.named_children) < 2 or args.named_children[0].type != "string_literal":
+            continue
+        exposed = text_of(args.named_children[0]).strip('"').split("(")[0]
+        target = args.named_children[1]
+        lam = _lambda(target)
+        if lam is not None:
+            decl = lam.child_by_field_name("declarator")
+            yield Binding(exposed, n, "", decl.child_by_field_name("parameters") if decl is not None else None)
+            continue
+        name = _target_name(target)
+        if name:
+            yield Binding(exposed, n, name, None)
+
+
+def _lambda(n: Node) -> Node | None:
+    """The lambda a binding's second argument is (in parentheses, or wrapped in one call)."""
+    for _ in range(4):
+        if n.type == "lambda_expression":
+            return n
+        if n.type == "parenthesized_expression" and n.named_children:
+            n = n.named_children[0]
+        elif n.type == "call_expression":
+            args = n.child_by_field_name("arguments")
+            if args is None or len(args.named_children) != 1:
+                return None
+            n = args.named_children[0]
+        else:
+            return None
+    return None
+
+
+def _target_name(n: Node) -> str:
+    """The function a binding's second argument names (``&ns::f``, ``TORCH_FN(f)``, ...)."""
+    for _ in range(8):
+        if n.type in ("pointer_expression", "parenthesized_expression"):
+            inner = n.child_by_field_name("argument") if n.type == "pointer_expression" else \
+                (n.named_children[0] if n.named_children else None)
+        elif n.type == "call_expression":  # TORCH_FN(f), py::overload_cast<int>(&f)
+            args = n.child_by_field_name("arguments")
+            inner = args.named_children[0] if args is not None and len(args.named_children) == 1 else None
+        elif n.type == "qualified_identifier":
+            inner = n.child_by_field_name("name")
+        elif n.type == "template_function":
+            inner = n.child_by_field_name("name")
+        elif n.type in ("identifier", "field_identifier", "destructor_name"):
+            return text_of(n)
+        else:
+            return ""
+        if inner is None:
+            return ""
+        n = inner
+    return ""
+
+
+def function_declarators(root: Node, nodes: dict[str, list[Node]]) -> dict[str, list[Node]]:
+    """Function name -> the ``function_declarator`` of each definition and declaration."""
+    out: dict[str, list[Node]] = {}
+    for d in nodes.get("function_declarator", []):
+        parent = d.parent
+        while parent is not None and parent.type in ("pointer_declarator", "reference_declarator"):
+            parent = parent.parent
+        if parent is None or parent.type not in ("function_definition", "declaration", "field_declaration"):
+            continue  # a function pointer, a parameter, a call misread as a declaration
+        name = _target_name(d.child_by_field_name("declarator") or d)
+        if name:
+            out.setdefault(name, []).append(d)
+    return out
+
+
+@dataclass(frozen=True)
+class Project:
+    """The runner's pre-pass: ``add`` each file read, then ``bound()``."""
+
+    sites: dict[str, str]  # function name -> "path:line" of a binding
+
+    @classmethod
+    def new(cls) -> Project:
+        return cls({})
+
+    def add(self, path: str, data: bytes) -> None:
+        if not path.lower().endswith(_CPP_EXT) or not may_bind(data) or b"\0" in data[:8192]:
+            return
+        tree, _ = parse_bytes(path, data)
+        calls = find(tree.root_node, is_cuda(path), ("call_expression",)).get("call_expression", [])
+        for b in binding_calls(sorted(calls, key=lambda n: n.start_byte)):
+            if b.target:
+                self.sites.setdefault(b.target, f"{path}:{b.call.start_point.row + 1}")
+
+    def bound(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(self.sites.items()))

@@ -1,0 +1,160 @@
+"""The findings of one C++ file as a ``FileResult``: the views of its ``#if`` arms merged,
+selection, ``// ncclx: ignore[...]`` comments, and the edits of the fixes the options ask
+for (with their include blocks)."""
+
+from __future__ import annotations
+
+import re
+
+from ..._model import FileResult, Finding, FixKind, is_selected
+from ..._suppress import IGNORE, codes_in
+from .._text import Edit, LineIndex, apply_edits
+from ._fix import include_edit
+from ._index import Scan
+from ._layout import column_limit, fit_touched
+from ._names import text_of
+from ._rules import Hit, Unreadable
+from ._views import Arm
+
+__all__ = ["UNDER_WIDTH", "file_result", "merge_views"]
+
+UNDER_WIDTH = 32  # the condition in a message (which is 88 columns without it)
+
+_SUPPRESS = re.compile(IGNORE)
+
+
+def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unreadable]]) -> list[Hit]:
+    """One list of hits from the views of a file, each once.  A hit that some view showing its
+    place does not find is dropped when that view handles nccl2 there (one arm of a
+    ``__has_include`` guard casts to nccl2's class: the code handles both); otherwise it says
+    under which arms it holds.  Its fix is kept only from a view that blanked nothing of the
+    text the fix copies or replaces."""
+    first: dict[tuple[int, str], Hit] = {}
+    where: dict[tuple[int, str], list[int]] = {}
+    for i, (scan, hits) in enumerate(zip(scans, found, strict=True)):
+        for h in hits:
+            key = (h.offset, h.code)
+            if h.edits and not _whole(scan, h):
+                h.edits, h.fix, h.include = [], FixKind.NONE, ""
+            if key not in first or (h.edits and not first[key].edits):
+                first[key] = h
+            where.setdefault(key, []).append(i)
+    out: list[Hit] = []
+    for key, h in first.items():
+        shown = [i for i, s in enumerate(scans) if (s.view is None or s.view.sees(h.offset))
+                 and not any(u.start <= h.offset < u.end for u in bad[i])]
+        missing = [i for i in shown if i not in where[key]]
+        if any(_handles_nccl2(scans[i], h.offset) for i in missing):
+            continue
+        home = scans[where[key][0]]
+        lo, hi = _function_range(home, h.offset)
+        elsewhere = {id(a) for j in missing for a in _arms(scans[j])}  # arms the views without it keep
+        arms: dict[int, Arm] = {}
+        for i in where[key]:
+            for a in _arms(scans[i]):
+                if a.start <= h.offset < a.end or (missing and lo <= a.start < hi and id(a) not in elsewhere):
+                    arms[id(a)] = a
+        if arms:
+            _under(h, " && ".join(dict.fromkeys(a.condition for a in sorted(arms.values(), key=lambda a: a.start))))
+        out.append(h)
+    return out
+
+
+def _arms(scan: Scan) -> list[Arm]:
+    return scan.view.arms if scan.view is not None else []
+
+
+def _function_range(scan: Scan, offset: int) -> tuple[int, int]:
+    n = scan.root.descendant_for_byte_range(offset, offset)
+    lo, hi = 0, len(scan.parsed)
+    while n is not None:
+        if n.type == "function_definition":
+            lo, hi = n.start_byte, n.end_byte
+        n = n.parent
+    return lo, hi
+
+
+def _handles_nccl2(scan: Scan, offset: int) -> bool:
+    n = scan.root.descendant_for_byte_range(offset, offset)
+    return n is not None and scan.handles_nccl2(n, scan.main)
+
+
+def _whole(scan: Scan, h: Hit) -> bool:
+    """Did ``scan``'s view blank nothing from the line of ``h`` to the end of its edits (so
+    that the text a fix copies and replaces is the file's own)?"""
+    if scan.view is None or not scan.view.blanked:
+        return True
+    text = scan.src.text
+    at = scan.src.char(h.offset)
+    lo, hi = text.rfind("\n", 0, at) + 1, max(e.end for e in h.edits)
+    return not any(scan.src.char(s) < hi and lo < scan.src.char(e) for s, e in scan.view.blanked)
+
+
+def _under(h: Hit, condition: str) -> None:
+    """Say in ``h`` under which condition only it is compiled (the condition cut at
+    :data:`UNDER_WIDTH` in the message, whole in the detail)."""
+    h.detail = f"Only under `{condition}`. {h.detail}"
+    short = condition if len(condition) <= UNDER_WIDTH else condition[: UNDER_WIDTH - 3] + "..."
+    h.message = f"{h.message} (only under `{short}`)"
+
+
+def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) -> FileResult:
+    """The result of the views ``scans`` (the first places the include blocks)."""
+    scan = scans[0]
+    if not hits:
+        return FileResult(scan.path, error=error)
+    index = LineIndex(scan.src.text)
+    quiet: dict[int, frozenset[str]] = {}
+    for s in scans:
+        for row, codes in _suppressions(s).items():
+            quiet[row] = quiet.get(row, frozenset()) | codes
+    findings: list[Finding] = []
+    taken: list[Edit] = []
+    includes: list[str] = []
+    for hit in sorted(hits, key=lambda h: (h.offset, h.code)):
+        if not is_selected(hit.code, scan.options):
+            continue
+        offset = scan.src.char(hit.offset)
+        row, col = index.position(offset)
+        codes = quiet.get(row, frozenset())
+        if "*" in codes or any(hit.code.startswith(c) for c in codes):
+            continue
+        applied = False
+        if error is None and hit.edits and scan.options.wants_fix(hit.fix) \
+                and not any(_overlaps(e, t) for e in hit.edits for t in taken):
+            taken.extend(hit.edits)
+            applied = True
+            if hit.include and hit.include not in includes:
+                includes.append(hit.include)
+        findings.append(Finding(scan.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
+    for inc in includes:
+        edit = include_edit(scan, inc)
+        if edit is not None:
+            taken.append(edit)
+    new_text = apply_edits(scan.src.text, taken) if taken else None
+    limit = column_limit(scan.path) if new_text is not None else None
+    if new_text is not None and limit is not None:
+        new_text = fit_touched(new_text, _new_spans(taken), limit)
+    return FileResult(scan.path, findings, None if new_text == scan.src.text else new_text, error)
+
+
+def _new_spans(edits: list[Edit]) -> list[tuple[int, int]]:
+    """Where each edit's text lands in the edited text."""
+    out, shift = [], 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        out.append((e.start + shift, e.start + shift + len(e.text)))
+        shift += len(e.text) - (e.end - e.start)
+    return out
+
+
+def _suppressions(scan: Scan) -> dict[int, frozenset[str]]:
+    out: dict[int, frozenset[str]] = {}
+    for c in scan.nodes["comment"]:
+        for m in _SUPPRESS.finditer(text_of(c)):
+            line = c.start_point.row + 1
+            out[line] = out.get(line, frozenset()) | codes_in(m)
+    return out
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    return (a.start < b.end and b.start < a.end) or (a.start == a.end == b.start == b.end)
