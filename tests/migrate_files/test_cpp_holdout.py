@@ -27,15 +27,6 @@ LABELS = json.loads((HOLDOUT / "labels.json").read_text(encoding="utf-8"))
 
 # site id -> why the scanner does not meet its label yet (measured; see docs/migrate.md).
 GAPS: dict[str, str] = {
-    "dlwrapper-bound-param": "NCX305 needs the project-wide binding index (issue 24 §2)",
-    "fairring-fallback-build": "NCX307 (a construction of the legacy class) is issue 24 §3",
-    "fairring-bench-build": "NCX307 is issue 24 §3",
-    "fuser-make-backend": "NCX307 is issue 24 §3",
-    "xllm-cuda-build": "NCX307 is issue 24 §3",
-    "xllm-compat-build": "NCX307 is issue 24 §3",
-    "torchfl-build": "NCX307 is issue 24 §3",
-    "snapy-build": "NCX307 is issue 24 §3",
-    "pytorch-test-new": "NCX307 is issue 24 §3",
     "fuser-shutdown-cast": "the cast's operand is the runtime's own backend, held in a member map (issue 24 §3)",
     "fuser-reduce-cast": "the backend comes from another file's factory of own groups (issue 24 §3)",
     "fuser-reduce-oop": "same operand as fuser-reduce-cast (issue 24 §3)",
