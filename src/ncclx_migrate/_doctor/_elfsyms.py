@@ -23,12 +23,17 @@ import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-__all__ = ["LEGACY", "NCCL2", "SoRefs", "read_refs"]
+__all__ = ["LEGACY", "LEGACY_CONSTRUCTOR", "LEGACY_TYPEINFO", "NCCL2", "SoRefs", "read_refs"]
 
 # Mangled name pieces: "4c10d" "16ProcessGroupNCCL" is c10d::ProcessGroupNCCL (its typeinfo,
 # vtable, members, nested Options, and templates over it); "5nccl2" is the c10d::nccl2
 # namespace, spelled out or after a substitution (S_, S0_...).
 LEGACY = re.compile(r"4c10d16ProcessGroupNCCL")
+# What a real build of each shape keeps (tests/fixtures/cxx_harness/doctor_shapes.cpp): a
+# dynamic_cast, a subclass or a pybind11 parameter needs the class's typeinfo; a construction
+# (make_intrusive, new) needs only a constructor (C1/C2), and no typeinfo.
+LEGACY_TYPEINFO = "_ZTIN4c10d16ProcessGroupNCCLE"
+LEGACY_CONSTRUCTOR = re.compile(r"^_ZN4c10d16ProcessGroupNCCLC[12]E")
 NCCL2 = re.compile(r"(?:4c10d|S\d*_)5nccl2")
 _NEEDLE = b"ProcessGroupNCCL"  # in .dynstr of every file that names either class
 ELF_MAGIC = b"\x7fELF"
@@ -44,6 +49,15 @@ class SoRefs:
     @property
     def legacy_only(self) -> bool:
         return bool(self.legacy) and not self.nccl2
+
+    @property
+    def constructor(self) -> str | None:
+        """The legacy constructor it calls, where it never needs the class's typeinfo: it builds
+        its own legacy group and casts none to it (a static_cast of torch's backend would not
+        show; the doctor's docs say so)."""
+        if LEGACY_TYPEINFO in self.legacy:
+            return None
+        return next((s for s in self.legacy if LEGACY_CONSTRUCTOR.match(s)), None)
 
 
 def read_refs(path: str) -> SoRefs | str:

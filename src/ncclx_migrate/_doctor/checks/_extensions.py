@@ -46,16 +46,22 @@ def compiled_extensions(f: Facts) -> CheckResult:
                 unreadable.append({"path": so.path, "reason": refs})
             continue
         if refs.legacy_only:
-            legacy_only.append({"path": so.path, "package": owner(so), "symbol": refs.legacy[0],
-                                "legacy_symbols": len(refs.legacy)})
+            ctor = refs.constructor
+            legacy_only.append({"path": so.path, "package": owner(so), "symbol": ctor or refs.legacy[0],
+                                "legacy_symbols": len(refs.legacy), "builds_own": ctor is not None})
         elif refs.legacy:
             both.append(so.path)
     packages = sorted({x["package"] for x in legacy_only})
+    # A package casts when any of its files does; it only builds its own legacy group when
+    # every legacy-only file of it calls a constructor and needs no typeinfo.
+    builders = [p for p in packages if all(x["builds_own"] for x in legacy_only if x["package"] == p)]
+    casters = [p for p in packages if p not in builders]
     impl, why = _judged(f)
     details: dict[str, Any] = {
         "shared_objects": len(found.files),
         "legacy_only": legacy_only,
         "legacy_only_packages": packages,
+        "builds_own_legacy_packages": builders,
         "both_classes": both,
         "unreadable": unreadable[:MAX_LISTED],
         "unreadable_count": len(unreadable),
@@ -74,7 +80,9 @@ def compiled_extensions(f: Facts) -> CheckResult:
     nccl2 = impl in (ti.IMPL_NCCL2, ti.IMPL_LAZY)
     target = f.options.target_torch
     rollback = (phase_for_version(target) if target else f.phase[0]) is not Phase.ROLLBACK_GONE
-    status = Status.FAIL if nccl2 else Status.WARN
+    cast_status = Status.FAIL if nccl2 else Status.WARN
+    # Its own legacy group works while torch ships the class, whatever "nccl" builds.
+    build_status = Status.WARN if rollback else Status.FAIL
     if nccl2:
         effect = '"nccl" builds nccl2 here, so their casts to it give null (or undefined behaviour)'
         short = '"nccl" builds nccl2 here: a cast to it gives null or crashes'
@@ -85,25 +93,43 @@ def compiled_extensions(f: Facts) -> CheckResult:
     else:
         effect = f"they break where \"nccl\" builds nccl2 (torch 2.15's default; here: {why})"
         short = 'breaks where "nccl" builds nccl2'
+    own = ("it builds its own legacy group (a constructor, no cast): that works while torch ships the "
+           "class" + ("" if rollback else ", and this torch has no legacy rollback"))
     problems = []
     for pkg in packages:
-        items = [x for x in legacy_only if x["package"] == pkg]
+        builds = pkg in builders
+        items = [x for x in legacy_only if x["package"] == pkg and (builds or not x["builds_own"])]
         first = items[0]
         more = f" and {len(items) - 1} more" if len(items) > 1 else ""
         problems.append({
-            "status": status.value,
+            "status": (build_status if builds else cast_status).value,
             "message": f"{pkg}: {first['path']}{more} references the legacy ProcessGroupNCCL only "
-                       f"({first['symbol']}); {short}",
-            "remedy": _remedy(pkg, nccl2, rollback),
+                       f"({first['symbol']}); {own if builds else short}",
+            "remedy": _remedy(pkg, nccl2, rollback, builds),
         })
+    problems.sort(key=lambda p: p["status"] != Status.FAIL.value)
     details["problems"] = problems
-    msg = (f"built for the legacy ProcessGroupNCCL only: {', '.join(packages)}; {effect}; "
-           f"evidence: {legacy_only[0]['symbol']} in {legacy_only[0]['path']}")
-    return CheckResult(cid, status, msg + tail, "; ".join(p["remedy"] for p in problems), details)
+    parts = []
+    if casters:
+        ev = next(x for x in legacy_only if x["package"] == casters[0] and not x["builds_own"])
+        parts.append(f"built for the legacy ProcessGroupNCCL only: {', '.join(casters)}; {effect}; "
+                     f"evidence: {ev['symbol']} in {ev['path']}")
+    if builders:
+        ev = next(x for x in legacy_only if x["package"] == builders[0])
+        parts.append(f"{'builds' if len(builders) == 1 else 'build'} its own legacy ProcessGroupNCCL: "
+                     f"{', '.join(builders)}; works while torch ships the class, which goes with the rollback; "
+                     f"evidence: {ev['symbol']} in {ev['path']}")
+    status = Status.FAIL if any(p["status"] == Status.FAIL.value for p in problems) else Status.WARN
+    return CheckResult(cid, status, "; and ".join(parts) + tail, "; ".join(p["remedy"] for p in problems),
+                       details)
 
 
-def _remedy(package: str, nccl2: bool, rollback: bool) -> str:
+def _remedy(package: str, nccl2: bool, rollback: bool, builds: bool = False) -> str:
     upgrade = f"upgrade {package} to a build that knows c10d::nccl2::ProcessGroupNCCL"
+    if builds:  # the toggle changes nothing for a group the package constructs itself
+        return (f"upgrade {package} to a build that constructs c10d::nccl2::ProcessGroupNCCL where torch has it"
+                + (" (this torch has no legacy rollback)" if not rollback else
+                   " before torch drops the legacy class (the rollback is announced for 2.15 only)"))
     if not rollback:
         return upgrade + " (this torch has no legacy rollback)"
     how = f'{TOGGLE_VAR}=0 or backend="nccl-legacy"'
