@@ -167,6 +167,7 @@ class Collector:
     # Variables referenced (``$B``, ``${B}``) where a backend value is expected, with the
     # flag or key each reference is the value of.
     backend_refs: dict[str, list[str]] = field(default_factory=dict)
+    taken: list[Edit] = field(default_factory=list)  # the edits result() applied
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -234,6 +235,7 @@ class Collector:
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
             if not applied:
                 left.append((findings[-1], hit.offset))
+        self.taken = taken  # (what the fixes changed: _lines.line_map_edits)
         new_text = apply_edits(self.text, taken) if taken else None
         if new_text == self.text:
             new_text = None

@@ -16,7 +16,7 @@ The scope analysis runs only for files with such a fix, once per pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -196,18 +196,19 @@ _BINDS = (cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom,
           cst.Match)
 
 
-def unused_after(a: Analyzer, edited: Edited) -> list[ImportSpec]:
+def unused_after(a: Analyzer, edited: Edited, kept: Collection[str] = ()) -> list[ImportSpec]:
     """Top-level imports every use of which lies in an edited node: a fix that removes their
     last use removes them too (libcst's RemoveImportsVisitor drops only those the fixed module
     no longer uses, and its scope analysis is most of a fix's cost, so it gets only these).  An
     import used anywhere else is still used after the fix (a fix never shadows a name).  The
-    scope analysis runs only when an edited node spells a top-level import's name."""
+    scope analysis runs only when an edited node spells a top-level import's name that the
+    new code (``kept``: the names it reads) does not."""
     out: list[ImportSpec] = []
     module: Scope | None = None
 
     def _used(name: str, stmt: cst.CSTNode) -> bool:
         nonlocal module
-        if name not in edited.names:
+        if name not in edited.names or name in kept:
             return False
         if module is None:
             module = _scopes(a).get(a.module)
