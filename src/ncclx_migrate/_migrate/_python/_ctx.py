@@ -9,6 +9,7 @@ only the edits of findings that survive selection, suppression and the fix polic
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
@@ -62,14 +63,15 @@ class Analyzer(cst.CSTVisitor):
     """One walk over a parsed module.  Metadata (positions, scopes, qualified names) is
     computed lazily, on first use, from the wrapper: most files never need scopes."""
 
-    def __init__(self, path: str, wrapper: MetadataWrapper, source: str, options: Options, active: set[str]) -> None:
+    def __init__(self, path: str, wrapper: MetadataWrapper, source: str, options: Options, active: set[str],
+                 tree: ast.Module | None = None) -> None:
         super().__init__()
         self.path = path
         self.wrapper = wrapper
         self.source = source
         self.module = wrapper.module
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
-        self.units = Units(self.module, source)  # positions per statement, as they are asked for
+        self.units = Units(self.module, source, tree)  # positions per statement, as they are asked for
         self.scopes = Scopes(self.module)
         self.order = 0  # visit counter: "comes before" without computing positions
         self.options = options

@@ -20,7 +20,7 @@ from .._explains import explains_only
 from .._fixpoint import fixed_point
 from .._lines import Alignment
 from .._model import FileResult, FixKind, Options, is_selected
-from .._nesting import too_deep
+from .._nesting import checked_ast
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
@@ -220,7 +220,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
         active = {c for c in python_codes() if is_selected(c, options)}
     if not active and not verify:
         return FileResult(path=path), None
-    deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)
+    deep, tree = checked_ast(source)  # libcst's parser would overflow its stack (a segfault)
     if deep is not None:
         return FileResult(path=path, error=deep), None
     try:
@@ -232,7 +232,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     if not active:
         return FileResult(path=path), None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analyzer = Analyzer(path, wrapper, source, options, active)
+    analyzer = Analyzer(path, wrapper, source, options, active, tree)
     try:
         module.visit(analyzer)
     except RecursionError:

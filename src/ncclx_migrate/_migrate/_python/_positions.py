@@ -36,9 +36,10 @@ class _Computed:
 
 
 class Units:
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, tree: ast.Module | None = None) -> None:
         self.module = module
         self.source = source
+        self.tree = tree  # Python's own, where the caller has it
         self._owner: dict[cst.CSTNode, tuple[cst.CSTNode, tuple[str, ...]]] = {}  # node -> (unit, indents)
         self._stack: list[tuple[cst.CSTNode, tuple[str, ...]]] = []
         self._outer: dict[int, cst.CSTNode | None] = {}  # id(unit) -> the unit around it
@@ -103,7 +104,7 @@ class Units:
 
     def _generate(self, unit: cst.CSTNode, indents: tuple[str, ...]) -> tuple[dict[cst.CSTNode, CodeRange], int] | None:
         if self._lines is None:
-            self._lines = _unit_lines(self.module, self.source) or {}
+            self._lines = _unit_lines(self.module, self.source, self.tree) or {}
         line = self._lines.get(id(unit))
         if line is None:
             return None
@@ -132,13 +133,14 @@ class Units:
         return done
 
 
-def _unit_lines(module: cst.Module, source: str) -> dict[int, int] | None:
+def _unit_lines(module: cst.Module, source: str, tree: ast.Module | None) -> dict[int, int] | None:
     """id of each statement of the module and of its class bodies -> its first line, from
     ``ast``: its statements on one line are one libcst line (``a; b``)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     out: dict[int, int] = {}
 
     def match(stmts: Sequence[cst.BaseStatement], body: list[ast.stmt]) -> bool:
