@@ -85,7 +85,9 @@ class Units:
     def pos(self, node: cst.CSTNode) -> CodeRange | None:
         if self.broken:
             return None
-        owner = self._owner.get(node)
+        # a node not visited yet (a rule looking into a child) is most likely in the unit the
+        # walk is in: if not, it is not in that unit's positions either (and None falls back)
+        owner = self._owner.get(node) or (self._stack[-1] if self._stack else None)
         if owner is None:
             return None
         unit, indents = owner
