@@ -1,6 +1,6 @@
-"""Peak memory and time of ``ncclx migrate --write`` on inputs at the resource bounds (issue 18).
+"""Peak memory and time of ``ncclx migrate --write`` on inputs at the resource bounds (issues 18, 25).
 
-    python benchmarks/bench_limits.py [--python-mb MB] [--cells N] [--env-mb MB]
+    python benchmarks/bench_limits.py [--python-mb MB] [--cells N] [--env-mb MB] [--functions N]
 
 Three generated inputs, each fixed by one ``ncclx migrate --write`` in a subprocess whose peak
 RSS (from wait4) and wall time are printed with the ratio of peak memory to the file size:
@@ -10,6 +10,11 @@ cells, 1 in 100 with a fix; (3) a .env file of MB megabytes, one NCCL setting ev
 CPU time is printed beside the wall time (on a loaded machine, what an idle one would take).
 The subprocess's baseline (``ncclx migrate`` on an empty file: interpreter, imports) is
 printed too, and subtracted in the ratio.
+
+Then (issue 25 §5) a module of N small functions, one in 10 with a fix (N = 10,000 by default:
+the target is 1,000 fixes within 30 s), and the growth of the CPU time over the baseline with
+the size (N/4, N/2, N functions, one in 10 fixed) and with the fix count (N functions, 0, 1 in
+40, 1 in 10 fixed): per-function and per-fix costs that stay level mean linear growth.
 """
 
 from __future__ import annotations
@@ -39,6 +44,18 @@ def python_file(size: int, every: int = 4700) -> str:
         out.append(s)
         total += len(s)
         i += 1
+    return "".join(out)
+
+
+SMALL = "def f{i}(a):\n    return a + {i}\n\n\n"
+
+
+def functions(n: int, fixes: int) -> str:
+    """``n`` small functions, ``fixes`` of them spread evenly with a get_backend() == "nccl" fix."""
+    every = n // fixes if fixes else 0
+    out = ["import torch.distributed as dist\n\n\n"]
+    for i in range(n):
+        out.append((NCCL_CHECK if every and i % every == 0 else SMALL).format(i=i))
     return "".join(out)
 
 
@@ -92,6 +109,8 @@ def main() -> None:
     ap.add_argument("--python-mb", type=float, default=DEFAULT_MAX_PYTHON_MB)
     ap.add_argument("--cells", type=int, default=10_000)
     ap.add_argument("--env-mb", type=float, default=50)
+    ap.add_argument("--functions", type=int, default=10_000)
+    ap.add_argument("--only-growth", action="store_true", help="only the functions module and the growth")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as d:
@@ -102,12 +121,31 @@ def main() -> None:
         cases = [("python", "big.py", python_file(int(args.python_mb * 2**20)), ()),
                  ("notebook", "big.ipynb", notebook(args.cells), ()),
                  (".env", "big.env", env_file(int(args.env_mb * 2**20)), ("--max-file-size", str(args.env_mb + 1)))]
-        for name, file, text, extra in cases:
+        for name, file, text, extra in [] if args.only_growth else cases:
             (root / file).write_text(text)
             size = len(text.encode())
             secs, cpu, peak, last = measure(root / file, *extra)
             print(f"{name:9} {size / 2**20:6.2f} MB  {secs:6.1f} s ({cpu:5.1f} s CPU)  peak {peak / 2**20:6.0f} MB  "
                   f"(peak - baseline) / size = {(peak - base) / size:5.1f}x  | {last}")
+        _, base_cpu, _, _ = measure(root / "empty.py")
+        n = args.functions
+        print(f"baseline CPU (empty file): {base_cpu:.2f} s")
+        cost: dict[tuple[int, int], float] = {}
+        for funcs, fixes in [(n // 4, n // 40), (n // 2, n // 20), (n, n // 40), (n, n // 20), (n, n // 10)]:
+            path = root / f"f{funcs}_{fixes}.py"
+            path.write_text(functions(funcs, fixes))
+            secs, cpu, peak, last = measure(path)
+            cost[funcs, fixes] = cpu - base_cpu
+            print(f"{funcs:6} functions {fixes:5} fixes {path.stat().st_size / 2**10:6.0f} KB  {secs:6.1f} s "
+                  f"({cpu:5.1f} s CPU)  peak {peak / 2**20:5.0f} MB  | {last}")
+        # One in ten fixed, the size doubling: the CPU per function stays level if growth is linear.
+        for funcs, fixes in [(n // 4, n // 40), (n // 2, n // 20), (n, n // 10)]:
+            print(f"size growth: {funcs:6} functions, 1 in 10 fixed: {cost[funcs, fixes] / funcs * 1e3:6.2f} ms CPU "
+                  f"a function ({cost[funcs, fixes] / cost[n // 4, n // 40]:4.2f}x the cost at {n // 4})")
+        # The same module, more fixes: the cost each added fix adds stays level if growth is linear.
+        for (k1, k2) in [(n // 40, n // 20), (n // 20, n // 10)]:
+            print(f"fix growth: {n} functions, {k1} -> {k2} fixes: "
+                  f"{(cost[n, k2] - cost[n, k1]) / (k2 - k1) * 1e3:6.1f} ms CPU a fix added")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

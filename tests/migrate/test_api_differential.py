@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
+import difflib
 import functools
 import socket
 from collections.abc import Callable, Iterator
@@ -37,8 +38,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ncclx_migrate._migrate._lines import line_map
-from ncclx_migrate._migrate._model import Options
+from ncclx_migrate._migrate._model import FixKind, Options
 from ncclx_migrate._migrate._python import transform_source
 from ncclx_migrate._migrate._python._bindings import reads
 
@@ -153,20 +153,31 @@ def _predicates() -> list[Predicate]:
     return [p for case in CASES for p in _predicates_of(case)]
 
 
+def _line_map(old: str, new: str) -> dict[int, int]:
+    """Line n of ``old`` to its line in ``new`` (a test may diff; the tool does not)."""
+    out: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.split("\n"), new.split("\n"), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for i in range(i1, i2):
+            out[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else min(i - i1, max(j2 - j1 - 1, 0)))
+    return out
+
+
 @functools.cache
 def _predicates_of(case: str) -> list[Predicate]:
     """The applied safe NCX110/NCX112/NCX133 fixes of one fixture, taken apart (in the test
     that needs them: at collection every xdist worker would pay for all of them)."""
     out: list[Predicate] = []
     src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
-    options = dataclasses.replace(options_for(src), apply_unsafe=False)
+    # as the fixture runs: a safe fix may follow an unsafe one (one run reaches the fixed point)
+    options = options_for(src)
     result = transform_source(src, case, options)
-    applied = [f for f in result.findings if f.applied and f.code in _CODES]
+    applied = [f for f in result.findings if f.applied and f.code in _CODES and f.fix is FixKind.SAFE]
     if not applied or result.new_text is None:
         return out
     module = cst.parse_module(src)
     new_module = cst.parse_module(result.new_text)
-    forward = line_map(src, result.new_text)
+    forward = _line_map(src, result.new_text)
     for f in applied:
         nodes = _nodes_at(src, f.line, f.column)
         if f.code == "NCX110":

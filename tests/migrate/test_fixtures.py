@@ -3,8 +3,9 @@
 The first line of ``<case>.in.py`` may hold options: ``# fixture: --unsafe-fixes --target-torch 2.14
 --use-shim --select NCX1 --line-length 100`` (default 88).  For every case the harness checks: the findings (code, position,
 fix kind, applied) match ``.findings``; the fixed text equals ``.out.py`` (absent: unchanged) and
-parses; a second run over the fixed text changes nothing (unless the first left a finding
-labelled fixable); a report-only run finds the same things unapplied.  An optional ``<case>.messages`` holds each finding's message as a user reads
+parses; one run reaches the fixed point: a second run over the fixed text changes nothing and
+finds nothing fixable; a report-only run finds the same things, at the same places (a fix that
+only a later pass applies included), unapplied.  An optional ``<case>.messages`` holds each finding's message as a user reads
 it (``line:col CODE message``), for cases whose point is the wording (a severity, a cited line).
 ``NCCLX_UPDATE_FIXTURES=1 pytest tests/migrate/test_fixtures.py`` rewrites the expected files
 from the actual results (review the diff!).
@@ -84,16 +85,21 @@ def test_fixture(case: str) -> None:
     if result.new_text is None:
         assert not any(f.applied for f in result.findings)
     cst.parse_module(new)  # the output parses
+    # one run reaches the fixed point: a second --write changes nothing and finds nothing fixable
+    assert not any(options.wants_fix(f.fix) for f in result.findings if not f.applied), \
+        "the run left a finding it could fix"
     again = transform_source(new, f"{case}.out.py", options)
-    # a second --write changes nothing, unless the first left a finding labelled fixable (one
-    # that only a fix brought about: the first run applies only what its report offered)
-    if not any(options.wants_fix(f.fix) for f in result.findings if not f.applied):
-        assert again.new_text is None, "a second --write would change the file again"
-        assert not any(f.applied for f in again.findings)
-    # report-only: nothing applied, nothing to write
+    assert again.new_text is None, "a second --write would change the file again"
+    assert not any(f.applied or options.wants_fix(f.fix) for f in again.findings)
+    # report-only: nothing applied, nothing to write; without --unsafe-fixes, what --write does
+    # is labelled at the same place (positions in the file as given)
     report = transform_source(src, f"{case}.in.py", options_for(src, write=False))
     assert report.new_text is None
     assert not any(f.applied for f in report.findings)
+    if not options.apply_unsafe:
+        as_given = [(f.line, f.column, f.code, f.fix) for f in result.findings if f.applied]
+        reported = [(f.line, f.column, f.code, f.fix) for f in report.findings if options.wants_fix(f.fix)]
+        assert reported == as_given, "the report labels fixable other findings than --write fixes"
 
 
 def test_every_python_rule_has_a_fixture() -> None:

@@ -102,9 +102,14 @@ def test_case(case: Case, crlf: bool) -> None:
             assert any(f.applied for f in result.findings)
             if crlf:
                 assert "\n" not in got.replace("\r\n", "")
-        # A second run changes nothing.
+        # One run reaches the fixed point: it leaves nothing it could fix, and a second run
+        # changes nothing and finds nothing to fix.
+        assert not any(options.wants_fix(f.fix) for f in result.findings if not f.applied), \
+            f"the {kind} run left a finding it could fix in {case.id}"
         again = run(case, got, options)
         assert again.new_text is None, f"second {kind} run still rewrites {case.id}"
+        assert not any(options.wants_fix(f.fix) for f in again.findings), \
+            f"a second {kind} run finds more to fix in {case.id}"
         # bash rejects CRLF itself, so the syntax check runs on the LF form.
         _check_valid(case, got.replace("\r\n", "\n"), text.replace("\r\n", "\n"))
     if not read(case.sibling("findings")):

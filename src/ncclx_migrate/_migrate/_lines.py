@@ -1,63 +1,134 @@
-"""Where a line of a text is once a fix has rewritten it (and back)."""
+"""Where a line of a text is once fixes have rewritten it (and back), from what the fixes changed.
+
+No whole-file diffing: the fixes say which stretches of the old text they rewrote (edits with
+their offsets, or the statements they touched); the lines between those stretches are the same
+text moved by the line count the rewrites before them added.  Inside a rewritten stretch the
+lines equal at its start and end still map one to one; the rest goes to the start of what
+replaced it.  Time is linear in the texts.
+"""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Sequence
 
-__all__ = ["line_map", "line_map_edits"]
-
-
-def line_map(old: str, new: str, *, back: bool = False) -> dict[int, int]:
-    """Line ``n`` (1-based) of ``old`` to the same line of ``new`` (``back``: of ``new`` to
-    ``old``); a line inside a rewritten region goes to that region's start, and lines not in
-    the table stay where they are."""
-    out: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if back:
-            i1, i2, j1, j2 = j1, j2, i1, i2
-        for i in range(i1, i2):
-            out[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else min(i - i1, max(j2 - j1 - 1, 0)))
-    return out
+__all__ = ["Alignment", "align", "line_map_edits", "lines_of"]
 
 
-def line_map_edits(old: str, edits: Iterable[tuple[int, int, str]]) -> dict[int, int]:
-    """:func:`line_map` for ``old`` with the ``(start, end, text)`` replacements applied
-    (sorted, not overlapping), in time linear in the text: only the lines the edits touch
-    are diffed, and the lines between them move by the line count the edits before added."""
-    # The whole lines each edit touches; edits that share a line are one region.
-    regions: list[tuple[int, int, list[tuple[int, int, str]]]] = []
+def lines_of(text: str) -> list[str]:
+    """The lines as the scanners and libcst number them (only ``\\n`` ends one)."""
+    return text.split("\n")
+
+
+class Alignment:
+    """Two texts as consecutive segments ``(old_start, old_end, new_start, new_end, same)``
+    (1-based, half-open): a ``same`` segment maps line for line, any other maps each of its
+    lines to the same offset in the other side, clamped to its last line."""
+
+    def __init__(self, segments: list[tuple[int, int, int, int, bool]]) -> None:
+        self.segments = segments
+        self._old = [s for s in segments if s[1] > s[0]]
+        self._new = [s for s in segments if s[3] > s[2]]
+        self._old_starts = [s[0] for s in self._old]
+        self._new_starts = [s[2] for s in self._new]
+
+    def forward(self, line: int) -> int:
+        """Old line ``line`` in the new text."""
+        k = bisect.bisect_right(self._old_starts, line) - 1
+        if k < 0:
+            return line
+        o1, o2, n1, n2, _ = self._old[k]
+        if line >= o2:  # past the end
+            return line - o2 + n2
+        return n1 + min(line - o1, max(n2 - n1 - 1, 0))
+
+    def back(self, line: int) -> int:
+        """New line ``line`` in the old text."""
+        k = bisect.bisect_right(self._new_starts, line) - 1
+        if k < 0:
+            return line
+        o1, o2, n1, n2, _ = self._new[k]
+        if line >= n2:
+            return line - n2 + o2
+        return o1 + min(line - n1, max(o2 - o1 - 1, 0))
+
+    def table(self, *, back: bool = False) -> dict[int, int]:
+        """Every line of one side to the other (``back``: new to old)."""
+        out: dict[int, int] = {}
+        for o1, o2, n1, n2, _ in self.segments:
+            a1, a2, b1, b2 = (n1, n2, o1, o2) if back else (o1, o2, n1, n2)
+            for i in range(a1, a2):
+                out[i] = b1 + min(i - a1, max(b2 - b1 - 1, 0))
+        return out
+
+
+def align(old: Sequence[str], new: Sequence[str],
+          blocks: Iterable[tuple[int, int, int, int, bool]]) -> Alignment:
+    """The :class:`Alignment` of the lines ``old`` and ``new`` (from :func:`lines_of`) given
+    ``blocks`` the fixes know: ``(old_first, old_last, new_first, new_last, same)``, 1-based and
+    inclusive, that correspond (``same``: line for line; else as a rewritten stretch).
+    Blocks are taken in order of ``old_first``; one that does not follow the last taken on
+    both sides is skipped.  In a rewritten block and between blocks, the lines equal at the
+    start and at the end map one to one and the middle is one rewritten stretch."""
+    segments: list[tuple[int, int, int, int, bool]] = []
+    po = pn = 1  # the first lines not yet aligned
+    end_o, end_n = len(old) + 1, len(new) + 1
+
+    def gap(o2: int, n2: int) -> None:
+        nonlocal po, pn
+        o1, n1 = po, pn
+        k = 0
+        while o1 + k < o2 and n1 + k < n2 and old[o1 + k - 1] == new[n1 + k - 1]:
+            k += 1
+        if k:
+            segments.append((o1, o1 + k, n1, n1 + k, True))
+        o1, n1 = o1 + k, n1 + k
+        t = 0
+        while o2 - t > o1 and n2 - t > n1 and old[o2 - t - 2] == new[n2 - t - 2]:
+            t += 1
+        if o2 - t > o1 or n2 - t > n1:
+            segments.append((o1, o2 - t, n1, n2 - t, False))
+        if t:
+            segments.append((o2 - t, o2, n2 - t, n2, True))
+        po, pn = o2, n2
+
+    for o1, o2, n1, n2, same in sorted(blocks, key=lambda b: (b[0], b[2])):
+        if o1 < po or n1 < pn or o2 < o1 or n2 < n1 or o2 >= end_o or n2 >= end_n:
+            continue
+        gap(o1, n1)
+        if same and o2 - o1 == n2 - n1:
+            segments.append((o1, o2 + 1, n1, n2 + 1, True))
+            po, pn = o2 + 1, n2 + 1
+        else:  # the lines equal at its start and end still map one to one
+            gap(o2 + 1, n2 + 1)
+    gap(end_o, end_n)
+    return Alignment(segments)
+
+
+def line_map_edits(old: str, edits: Iterable[tuple[int, int, str]]) -> Alignment:
+    """The :class:`Alignment` of ``old`` and ``old`` with the ``(start, end, text)``
+    replacements applied (sorted, not overlapping), in time linear in the text: the lines each
+    edit touches are one rewritten stretch (edits that share a line, one stretch), and the
+    lines between them move by the line count the edits before added."""
+    blocks: list[tuple[int, int, int, int, bool]] = []
+    new_parts: list[str] = []
+    at = 0  # offset in ``old`` copied up to
+    line = 1  # line of ``old`` at ``at``
+    delta = 0  # new line minus old line at ``at``
+    region: list[int] | None = None  # [old first line, old last line, new first line] being built
+    last_end_line = 0
     for start, end, text in edits:
-        line_start = old.rfind("\n", 0, start) + 1
-        line_end = old.find("\n", end)
-        line_end = len(old) if line_end < 0 else line_end
-        if regions and line_start <= regions[-1][1]:
-            regions[-1] = (regions[-1][0], max(line_end, regions[-1][1]), [*regions[-1][2], (start, end, text)])
-        else:
-            regions.append((line_start, line_end, [(start, end, text)]))
-    out: dict[int, int] = {}
-    delta = 0  # new line minus old line, after the regions so far
-    done = 0  # old lines mapped so far
-    pos, line = 0, 1  # an offset in ``old`` and its line
-    for line_start, line_end, group in regions:
-        line += old.count("\n", pos, line_start)
-        first = line
-        for n in range(done + 1, first):
-            out[n] = n + delta
-        region = old[line_start:line_end]
-        parts, at = [], line_start
-        for start, end, text in group:
-            parts += [old[at:start], text]
-            at = end
-        new_region = "".join(parts) + old[at:line_end]
-        for n, m in line_map(region, new_region).items():
-            out[first + n - 1] = first + delta + m - 1
-        done = first + region.count("\n")
-        for n in range(first, done + 1):
-            out.setdefault(n, first + delta)  # an empty line has no entry in line_map
-        delta += new_region.count("\n") - region.count("\n")
-        pos, line = line_end, done
-    for n in range(done + 1, old.count("\n") + 2 - old.endswith("\n")):
-        out[n] = n + delta
-    return out
+        first = line + old.count("\n", at, start)
+        if region is not None and first > last_end_line:
+            blocks.append((region[0], last_end_line, region[2], last_end_line + delta, False))
+            region = None
+        if region is None:
+            region = [first, first, first + delta]
+        new_parts += [old[at:start], text]
+        last_end_line = first + old.count("\n", start, end)
+        delta += text.count("\n") - old.count("\n", start, end)
+        line, at = last_end_line, end
+    if region is not None:
+        blocks.append((region[0], last_end_line, region[2], last_end_line + delta, False))
+    new = "".join(new_parts) + old[at:]
+    return align(lines_of(old), lines_of(new), blocks)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["too_deep"]
+__all__ = ["checked_ast", "too_deep"]
 
 # CPython's own messages for nesting limits (tokenizer MAXLEVEL / MAXINDENT).
 _DEPTH_ERRORS = ("too many nested parentheses", "too many levels of indentation")
@@ -22,13 +22,19 @@ def too_deep(source: str) -> str | None:
     """A one-line reason when ``source`` is nested past CPython's limits, else None.
 
     Any other SyntaxError is left to libcst, which knows newer syntax than this Python."""
+    return checked_ast(source)[0]
+
+
+def checked_ast(source: str) -> tuple[str | None, ast.Module | None]:
+    """(:func:`too_deep`'s reason, and Python's own tree of ``source`` where it parses)."""
     try:
-        compile(source, "<ncclx>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile(source, "<ncclx>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (RecursionError, MemoryError):
-        return "cannot parse: too deeply nested for Python's own parser; left unchanged"
+        return "cannot parse: too deeply nested for Python's own parser; left unchanged", None
     except SyntaxError as exc:
         if any(m in (exc.msg or "") for m in _DEPTH_ERRORS):
-            return f"cannot parse: too deeply nested ({exc.msg}, line {exc.lineno}); left unchanged"
+            return f"cannot parse: too deeply nested ({exc.msg}, line {exc.lineno}); left unchanged", None
+        return None, None
     except ValueError:  # NUL bytes: libcst reports those itself
-        pass
-    return None
+        return None, None
+    return None, tree if isinstance(tree, ast.Module) else None

@@ -163,10 +163,11 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         elif unsafe:
             hint = f"No fixes available ({hidden})."
     else:
-        # Fixes that were wanted but not applied overlap another fix: a second run takes them.
+        # One run reaches the fixed point (_fixpoint): a wanted fix is left only where a file
+        # still changed after the last pass the run allows (no real code has shown one).
         pending = safe + (unsafe if view.unsafe else 0)
         if pending:
-            out += f" {pending} more fixable by running it again (they overlap another fix)."
+            out += f" {pending} more fixable by running it again."
         if unsafe and not view.unsafe:
             out += f" {unsafe} more with --unsafe-fixes."
     if n_errors:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from .._fixpoint import fixed_point
+from .._lines import Alignment, line_map_edits
 from .._model import FileResult, Options
 from ._checks import Collector
 
@@ -68,9 +70,18 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
         from ._notebook import scan_notebook
 
         return scan_notebook(path, text, options)
-    sink = Collector(path, text, options)
     if precheck and not _may_match(text):
-        return sink.result()
+        return FileResult(path)
+    if not (options.apply_safe or options.apply_unsafe):
+        return _scan_once(kind, path, text, options)[0]
+    # A fix whose edit overlaps another's waits for a later pass of the same run (_fixpoint).
+    # (A report needs none: its labels do not depend on overlaps.)
+    return fixed_point(text, options, lambda t, opts, verify: _scan_once(kind, path, t, opts),
+                       again=lambda result: any(options.wants_fix(f.fix) and not f.applied for f in result.findings))
+
+
+def _scan_once(kind: str, path: str, text: str, options: Options) -> tuple[FileResult, Alignment | None]:
+    sink = Collector(path, text, options)
     if kind == "shell":
         from ._shell import scan_shell
 
@@ -87,4 +98,7 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
         from ._yaml import scan_yaml
 
         scan_yaml(text, sink)
-    return sink.result()
+    result = sink.result()
+    if result.new_text is None:
+        return result, None
+    return result, line_map_edits(text, [(e.start, e.end, e.text) for e in sink.taken])

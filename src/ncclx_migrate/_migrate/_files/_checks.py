@@ -171,6 +171,7 @@ class Collector:
     # Where the text is read by something before the shell (a notebook's `!` line, which
     # IPython expands): given a fix's kind and edits, the kind and edits to use, and why.
     vet: Callable[[FixKind, list[Edit]], tuple[FixKind, list[Edit], str]] | None = None
+    taken: list[Edit] = field(default_factory=list)  # the edits result() applied
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -241,6 +242,7 @@ class Collector:
             findings.append(Finding(self.path, row, col, hit.code, hit.message, hit.fix, applied, hit.detail))
             if not applied:
                 left.append((findings[-1], hit.offset))
+        self.taken = taken  # (what the fixes changed: _lines.line_map_edits)
         new_text = apply_edits(self.text, taken) if taken else None
         if new_text == self.text:
             new_text = None

@@ -24,7 +24,7 @@ from functools import partial
 
 from ..._envvars import ENV_VARS
 from .._cited import recite
-from .._lines import line_map, line_map_edits
+from .._lines import Alignment, align, line_map_edits, lines_of
 from .._model import CellPosition, FileResult, Finding, FixKind, Options
 from ._checks import Collector, EnvAssign
 from ._json_spans import JsonError, Node, parse
@@ -210,21 +210,17 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
         starts.append((line + 1, cell))
         line += 1 + text.count("\n")
     module = "".join(parts)
-    # Findings left after a fix point into the fixed module; they are moved back cell by cell
-    # below (a diff of the whole module would take quadratic time on a large notebook).
-    result = transform_source(module, path, replace(options, positions_as_given=False))
+    # Every finding comes back at its line in the module as given (the lines its message
+    # cites too): the cell it is in is the cell it was found in.
+    result = transform_source(module, path, replace(options, positions_as_given=True))
     if result.error is not None:
         return False
     new_parts: dict[int, list[str]] = {}
-    new_starts: list[tuple[int, _Cell]] = []
-    by_n = {c.n: c for c in cells}
     current: list[str] | None = None
-    for row_no, row in enumerate(_lines(result.new_text if result.new_text is not None else module), 1):
+    for row in _lines(result.new_text if result.new_text is not None else module):
         m = _CELL_MARK.match(row.rstrip("\r\n"))
         if m is not None:
             current = new_parts.setdefault(int(m.group(1)), [])
-            if int(m.group(1)) in by_n:
-                new_starts.append((row_no + 1, by_n[int(m.group(1))]))
         elif current is None:
             return False  # something was inserted above the first cell marker
         else:
@@ -233,25 +229,18 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
         return False
     new_py = {c.n: _rejoin(c, new_parts[c.n]) for c in cells}
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
-    back: dict[int, dict[int, int]] = {}  # per cell: its fixed lines to its lines as given
 
-    def to_cell(line: int, moved: bool) -> tuple[int, _Cell]:
-        """Module line -> (line in its cell as given, cell); ``moved``: a line of the fixed module."""
-        first, cell = _owner(new_starts if moved else starts, line)
-        line = max(1, line - first + 1)
-        if moved and new_py[cell.n] != cell.py_text:
-            if cell.n not in back:
-                back[cell.n] = line_map(cell.py_text, new_py[cell.n], back=True)
-            line = back[cell.n].get(line, line)
-        return line, cell
+    def to_cell(line: int) -> tuple[int, _Cell]:
+        """Module line -> (line in its cell as given, cell)."""
+        first, cell = _owner(starts, line)
+        return max(1, line - first + 1), cell
 
     for f in result.findings:
-        moved = result.new_text is not None and not f.applied
-        f.line, cell = to_cell(f.line, moved)
+        f.line, cell = to_cell(f.line)
         by_cell[cell.n].append(f)
 
-        def in_cell(n: int, cell: _Cell = cell, moved: bool = moved) -> str:
-            line, other = to_cell(n, moved)  # a line the message cites, in cell numbering
+        def in_cell(n: int, cell: _Cell = cell) -> str:
+            line, other = to_cell(n)  # a line the message cites, in cell numbering
             return f"line {line}" if other is cell else f"cell {other.n}, line {line}"
 
         recite(f, in_cell)
@@ -341,8 +330,8 @@ def _drop_cells(text: str, cells: Node, gone: set[int]) -> list[Edit]:
             for k in sorted(gone)]
 
 
-def _line_in(moved: dict[int, int], n: int) -> str:
-    return f"line {moved.get(n, n)}"
+def _line_in(moved: Alignment, n: int) -> str:
+    return f"line {moved.forward(n)}"
 
 
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
@@ -393,11 +382,12 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     gone: set[int] = set()
     move = not final.positions_as_given  # findings left point into the fixed notebook
     for c in code:
-        in_cell = line_map(c.source, c.new_source) if move and c.new_source is not None else {}
+        # (one cell's lines: a rewritten stretch from the first to the last line a fix changed)
+        in_cell = align(lines_of(c.source), lines_of(c.new_source), []) if move and c.new_source is not None else None
         for f in c.findings:
             row, col = _position(index, c.node, f.line, f.column)
-            shown = f.line if f.applied else in_cell.get(f.line, f.line)
-            if not f.applied and in_cell:  # the lines it cites move with it
+            shown = f.line if f.applied or in_cell is None else in_cell.forward(f.line)
+            if not f.applied and in_cell is not None:  # the lines it cites move with it
                 recite(f, partial(_line_in, in_cell))
             # a finding left points into the written notebook, where removed cells are gone
             number = c.n - sum(1 for g in gone if g < c.item) if move and not f.applied else c.n
@@ -415,6 +405,6 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         in_file = line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
         for f in findings:
             if not f.applied:
-                f.line = in_file.get(f.line, f.line)
+                f.line = in_file.forward(f.line)
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return FileResult(path, findings, new_text if new_text != text else None)

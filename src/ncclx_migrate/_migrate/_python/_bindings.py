@@ -15,9 +15,11 @@ The scope analysis runs only for files with such a fix, once per pass.
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import BaseAssignment, GlobalScope, ImportAssignment, Scope, ScopeProvider
@@ -133,17 +135,20 @@ class Edited:
 
     names: frozenset[str]
     nodes: frozenset[int]  # id() of every node inside
+    spelt: Mapping[str, int] = field(default_factory=dict)  # how many Name nodes spell each name
 
     @classmethod
     def of(cls, roots: Sequence[cst.CSTNode]) -> Edited:
         names: set[str] = set()
         nodes: set[int] = set()
+        spelt: Counter[str] = Counter()
 
         class _Walk(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
                 nodes.add(id(node))
                 if isinstance(node, cst.Name):
                     names.add(node.value)
+                    spelt[node.value] += 1
                 elif isinstance(node, cst.SimpleString):
                     names.update(_WORD.findall(node.value))
                 return True
@@ -151,7 +156,34 @@ class Edited:
         walk = _Walk()
         for root in roots:
             root.visit(walk)
-        return cls(frozenset(names), frozenset(nodes))
+        return cls(frozenset(names), frozenset(nodes), spelt)
+
+
+def _read_elsewhere(tree: ast.Module, names: set[str], edited: Edited) -> set[str]:
+    """Which of ``names`` Python's own tree shows read outside the edited nodes where nothing
+    but one top-level import binds the name anywhere in the module: such an import is still
+    used after the fix, and needs no scope analysis.  (Reads counted from ``ast``, against every
+    Name node of that spelling inside the edited nodes: an overcount there only sends a name to
+    the scope analysis.)"""
+    reads: Counter[str] = Counter()
+    binds: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id in names:
+                (reads if isinstance(node.ctx, ast.Load) else binds)[node.id] += 1
+        elif isinstance(node, ast.arg):
+            binds[node.arg] += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds[node.name] += 1
+        elif isinstance(node, ast.alias):
+            binds[node.asname or node.name.split(".", 1)[0]] += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            binds.update(node.names)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            binds[node.name] += 1
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            binds[node.rest] += 1
+    return {n for n in names if binds[n] == 1 and reads[n] > edited.spelt.get(n, 0)}
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -196,18 +228,25 @@ _BINDS = (cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom,
           cst.Match)
 
 
-def unused_after(a: Analyzer, edited: Edited) -> list[ImportSpec]:
+def unused_after(a: Analyzer, edited: Edited, kept: Collection[str] = ()) -> list[ImportSpec]:
     """Top-level imports every use of which lies in an edited node: a fix that removes their
     last use removes them too (libcst's RemoveImportsVisitor drops only those the fixed module
     no longer uses, and its scope analysis is most of a fix's cost, so it gets only these).  An
     import used anywhere else is still used after the fix (a fix never shadows a name).  The
-    scope analysis runs only when an edited node spells a top-level import's name."""
+    scope analysis runs only when an edited node spells a top-level import's name that the
+    new code (``kept``: the names it reads) does not."""
     out: list[ImportSpec] = []
     module: Scope | None = None
+    read_elsewhere: set[str] | None = None
 
     def _used(name: str, stmt: cst.CSTNode) -> bool:
-        nonlocal module
-        if name not in edited.names:
+        nonlocal module, read_elsewhere
+        if name not in edited.names or name in kept:
+            return False
+        if read_elsewhere is None:
+            tree = a.units.tree
+            read_elsewhere = set() if tree is None else _read_elsewhere(tree, set(edited.names) - set(kept), edited)
+        if name in read_elsewhere:
             return False
         if module is None:
             module = _scopes(a).get(a.module)

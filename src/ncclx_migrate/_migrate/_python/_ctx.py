@@ -9,6 +9,7 @@ only the edits of findings that survive selection, suppression and the fix polic
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
@@ -18,6 +19,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .._model import Finding, FixKind, Options
 from ._names import dist_member
+from ._positions import Units
 from ._scope import Scope, Scopes
 
 __all__ = ["HANDLERS", "Analyzer", "Edit", "ImportSpec", "Pending", "Rule", "on"]
@@ -61,13 +63,15 @@ class Analyzer(cst.CSTVisitor):
     """One walk over a parsed module.  Metadata (positions, scopes, qualified names) is
     computed lazily, on first use, from the wrapper: most files never need scopes."""
 
-    def __init__(self, path: str, wrapper: MetadataWrapper, source: str, options: Options, active: set[str]) -> None:
+    def __init__(self, path: str, wrapper: MetadataWrapper, source: str, options: Options, active: set[str],
+                 tree: ast.Module | None = None) -> None:
         super().__init__()
         self.path = path
         self.wrapper = wrapper
         self.source = source
         self.module = wrapper.module
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self.units = Units(self.module, source, tree)  # positions per statement, as they are asked for
         self.scopes = Scopes(self.module)
         self.order = 0  # visit counter: "comes before" without computing positions
         self.options = options
@@ -84,6 +88,7 @@ class Analyzer(cst.CSTVisitor):
     # --- the walk ---
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.stack.append(node)
+        self.units.enter(node, self.stack)
         self.order += 1
         binder = _BINDERS.get(type(node))
         if binder is not None:
@@ -97,6 +102,7 @@ class Analyzer(cst.CSTVisitor):
             self.finish()
         elif isinstance(original_node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             self.scopes.pop()
+        self.units.leave(original_node)
         self.stack.pop()
 
     def finish(self) -> None:
@@ -105,7 +111,13 @@ class Analyzer(cst.CSTVisitor):
 
     # --- metadata helpers (lazy) ---
     def pos(self, node: cst.CSTNode) -> CodeRange:
+        """libcst's PositionProvider range of ``node``, from the code of the one statement of
+        the module (or of a class body) that holds it: a large file with few findings is not
+        generated again as a whole (the whole module only where that cannot be done)."""
         if self._positions is None:
+            rng = self.units.pos(node)
+            if rng is not None:
+                return rng
             self._positions = self.wrapper.resolve(PositionProvider)
         return self._positions[node]
 

@@ -16,11 +16,11 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .._cited import recite
 from .._explains import explains_only
-from .._lines import line_map
-from .._model import FileResult, Finding, FixKind, Options, is_selected
-from .._nesting import too_deep
+from .._fixpoint import fixed_point
+from .._lines import Alignment
+from .._model import FileResult, FixKind, Options, is_selected
+from .._nesting import checked_ast
 from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
@@ -32,6 +32,7 @@ from ._edits import blank_head
 from ._noqa import drop_stale_e402
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
+from ._trace import StatementLines, Trace, alignment, trace_of, traced
 
 __all__ = ["PRECHECKS", "active_codes", "python_codes", "transform_source"]
 
@@ -157,58 +158,22 @@ def python_codes() -> list[str]:
     return [r.code for r in RULES if r.code in PRECHECKS]
 
 
-_MAX_PASSES = 4
-
-
 def transform_source(source: str, path: str, options: Options, *, precheck: bool = True) -> FileResult:
     """Run every selected NCX1xx rule over ``source``; never raises on bad input.
 
-    The findings of the first pass are the report: their labels say what ``--write`` (``[*]``)
-    and ``--write --unsafe-fixes`` (also the unsafe ones) apply, and an applied finding keeps its
-    position in ``source`` in every mode.  When fixes are applied the result is re-checked (as
-    ruff does) until nothing changes, but a later pass applies only the fixes the first one
-    promised (same rule, same line of ``source``, same label): one whose edit had to wait for
-    another in the same node.  A finding that only a fix brought about (an ``isinstance`` that
-    relied on a legacy call a fix rewrote) is left, labelled, for the next run.  Findings left
-    point into the fixed text, which is what --write writes and --diff prints (with
-    ``options.positions_as_given``, into ``source``).
+    Fixes are applied and the result checked again until nothing changes (_fixpoint): a fix
+    that becomes possible only after another is applied by the same run, and a report
+    labels it fixable as ``--write`` would apply it.  Findings left point into the fixed
+    text (in a report, or with ``options.positions_as_given``, into ``source``).
     """
-    first = _one_pass(source, path, options, precheck)
-    if first.new_text is None or first.error is not None:
-        return first
-    promised = {(f.code, f.line, f.fix) for f in first.findings if options.wants_fix(f.fix)}
-    done: set[tuple[str, int, FixKind]] = set()
-    text, left = first.new_text, [f for f in first.findings if not f.applied]
-    for _ in range(_MAX_PASSES - 1):
-        back = line_map(source, text, back=True)
+    def one_pass(text: str, opts: Options, verify: bool) -> tuple[FileResult, Alignment | None]:
+        return _one_pass(text, path, opts, precheck, verify)
 
-        def given(f: Finding, back: dict[int, int] = back) -> tuple[str, int, FixKind]:
-            return f.code, back.get(f.line, f.line), f.fix
-
-        again = _one_pass(text, path, options, precheck, allow=lambda f: given(f) in promised)
-        if again.error is not None:
-            return FileResult(path=path, error=again.error)
-        done.update(given(f) for f in again.findings if f.applied)
-        left = [f for f in again.findings if not f.applied]
-        if again.new_text is None:
-            break
-        text = again.new_text
-    if options.positions_as_given:
-        _lines_back(source, text, left)
-    applied = [f for f in first.findings if f.applied or (f.code, f.line, f.fix) in done]
-    for f in applied:
-        f.applied = True
-    findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
-    text = drop_stale_e402(source, text)  # an E402 noqa comment the fixes made unneeded
-    return FileResult(path=path, findings=findings, new_text=None if text == source else text)
-
-
-def _lines_back(old: str, new: str, findings: list[Finding]) -> None:
-    """Move findings that point into ``new`` to their lines in ``old``."""
-    back = line_map(old, new, back=True)
-    for f in findings:
-        f.line = back.get(f.line, f.line)
-        recite(f, lambda n: f"line {back.get(n, n)}")
+    result = fixed_point(source, options, one_pass)
+    if result.new_text is not None:  # an E402 noqa comment the fixes made unneeded (same lines)
+        text = drop_stale_e402(source, result.new_text)
+        result.new_text = None if text == source else text
+    return result
 
 
 def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:
@@ -250,28 +215,33 @@ def active_codes(source: str, options: Options) -> set[str]:
 
 
 def _one_pass(source: str, path: str, options: Options, precheck: bool,
-              allow: Callable[[Finding], bool] = lambda f: True) -> FileResult:
+              verify: bool = False) -> tuple[FileResult, Alignment | None]:
+    """One pass of the rules over ``source``, with the wanted fixes applied: the result, and
+    the lines of ``source`` against its ``new_text``.  ``verify``: ``source`` is a fix's
+    output, parsed even when no rule's text test matches (it must parse)."""
     if precheck:
         active = active_codes(source, options)
     else:
         active = {c for c in python_codes() if is_selected(c, options)}
-    if not active:
-        return FileResult(path=path)
-    deep = too_deep(source)  # libcst's parser would overflow its stack (a segfault)
+    if not active and not verify:
+        return FileResult(path=path), None
+    deep, tree = checked_ast(source)  # libcst's parser would overflow its stack (a segfault)
     if deep is not None:
-        return FileResult(path=path, error=deep)
+        return FileResult(path=path, error=deep), None
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path=path, error=parse_error(source, exc))
+        return FileResult(path=path, error=parse_error(source, exc)), None
     except (RecursionError, MemoryError):
-        return FileResult(path=path, error="cannot parse: too deeply nested")
+        return FileResult(path=path, error="cannot parse: too deeply nested"), None
+    if not active:
+        return FileResult(path=path), None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analyzer = Analyzer(path, wrapper, source, options, active)
+    analyzer = Analyzer(path, wrapper, source, options, active, tree)
     try:
         module.visit(analyzer)
     except RecursionError:
-        return FileResult(path=path, error="cannot analyse: too deeply nested")
+        return FileResult(path=path, error="cannot analyse: too deeply nested"), None
     table = _comment_suppressions(source)
     spans = _statement_spans(module, analyzer) if table and analyzer.pending else []
     kept: list[Pending] = []
@@ -285,16 +255,15 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     drop_clashing_fixes(analyzer, kept)  # in every mode: the label is what --write applies
     bound_fixes(kept, options)
     result = FileResult(path=path, findings=[p.finding for p in kept])
-    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix) and allow(p.finding)]
+    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix)]
+    moved = None
     if wanted:
-        new_text = _apply(analyzer, wanted)
-        if new_text is None:
-            result.error = "internal error: a fix produced code that does not parse; no fix applied"
-        elif new_text != source:
+        new_text, moved = _apply(analyzer, wanted)
+        if new_text != source:
             result.new_text = new_text
             for p in wanted:
                 p.finding.applied = True
-    return result
+    return result, moved
 
 
 # Comments that are instructions, not explanations: a notebook's cell marker, ncclx's own,
@@ -322,9 +291,10 @@ def _joined(first: list[cst.EmptyLine], then: Sequence[cst.EmptyLine]) -> list[c
 
 
 class _Apply(cst.CSTTransformer):
-    def __init__(self, edits: dict[int, list[Edit]]) -> None:
+    def __init__(self, edits: dict[int, list[Edit]], skip: set[int] | None = None) -> None:
         super().__init__()
         self.edits = edits
+        self.skip = skip or set()  # statements with no edit inside: not gone into (kept as they are)
         # Leading lines of a removed statement that stay (blank lines, a comment a blank line
         # separates from it); they go to the next statement (_kept_head).
         self.carry: list[cst.EmptyLine] = []
@@ -337,6 +307,7 @@ class _Apply(cst.CSTTransformer):
         # imports may have lost their last use (_apply).
         self.touched: list[cst.CSTNode] = []
         self.results: list[EditResult] = []
+        self.changes = 0
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.orphans and isinstance(node, cst.BaseStatement):
@@ -349,11 +320,12 @@ class _Apply(cst.CSTTransformer):
             self.orphans = []
         if self.carry and isinstance(node, cst.BaseStatement):
             self.carry_to[id(node)], self.carry = self.carry, []
-        return super().on_visit(node)
+        return super().on_visit(node) and id(node) not in self.skip
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
         result = super().on_leave(original_node, updated_node)
         mine = self.edits.get(id(original_node), ())
+        self.changes += bool(mine)  # (_trace: which statements a fix changed)
         for edit in mine:
             if not isinstance(result, cst.CSTNode):
                 break
@@ -369,6 +341,7 @@ class _Apply(cst.CSTTransformer):
                 self.orphans = [el for el in original_node.leading_lines if el.comment is not None and el not in kept]
                 self.removed = cst.Module([]).code_for_node(original_node.with_changes(leading_lines=[]))
             elif carried and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                self.changes += 1
                 if any(el.comment is not None for el in carried):
                     result = result.with_changes(leading_lines=_joined(carried, result.leading_lines))
                 elif not blank_head(result.leading_lines):
@@ -489,6 +462,7 @@ def _keeping_lines(base: type[_T]) -> type[_T]:
         def __init__(self, *args: object) -> None:
             super().__init__(*args)
             self.carry: list[cst.EmptyLine] = []
+            self.changes = 0
 
         def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                       updated_node: cst.SimpleStatementLine) -> cst.CSTNode | cst.RemovalSentinel:
@@ -513,12 +487,13 @@ def _keeping_lines(base: type[_T]) -> type[_T]:
             if not self.carry:
                 return node
             lines, self.carry = _joined(self.carry, node.leading_lines), []
+            self.changes += 1
             return node.with_changes(leading_lines=lines)
 
     return Keeping
 
 
-def _no_blank_start(module: cst.Module) -> cst.Module:
+def _no_blank_start(module: cst.Module, trace: Trace) -> cst.Module:
     """A file whose first statements a fix removed neither starts with the blank lines that
     followed them nor doubles the blank line that ends its header.  The parser puts every line
     before the first statement in the header, so blank lines on the first statement itself are
@@ -531,10 +506,13 @@ def _no_blank_start(module: cst.Module) -> cst.Module:
         lines.pop(0)
     if len(lines) == len(first.leading_lines):
         return module
-    return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+    new = first.with_changes(leading_lines=lines)
+    trace[id(new)] = (new, first, True)
+    return module.with_changes(body=[new, *module.body[1:]])
 
 
-def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
+def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment]:
+    """The fixed code, and its lines against the source's (from what the transforms changed)."""
     edits: dict[int, list[Edit]] = {}
     imports: list[ImportSpec] = []
     unused: list[ImportSpec] = []
@@ -543,15 +521,16 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
             edits.setdefault(id(node), []).append(edit)
         imports.extend(p.imports)
         unused.extend(p.unused)
-    apply = _Apply(edits)
+    apply = traced(_Apply)(edits, analyzer.units.untouched([node for p in wanted for node, _ in p.edits]))
     new = analyzer.module.visit(apply)
+    traces: list[Trace] = [trace_of(apply)]
     # An import whose last use a fix removed goes too (only those: one the file never used
     # stays). That use was in a node the fix rewrote or removed, and the new code there does
     # not read it: RemoveImportsVisitor's scope analysis is most of a fix's cost, so it gets
     # only those imports, and none in most files.
     edited = Edited.of(apply.touched)
-    unused.extend(unused_after(analyzer, edited))
-    kept = reads(apply.results)
+    kept = reads(apply.results)  # (a name the new code reads needs no scope analysis)
+    unused.extend(unused_after(analyzer, edited, kept))
     unused = [u for u in unused if bound_name(u) in edited.names and bound_name(u) not in kept]
     # libcst.codemod costs ~0.2 s to import: only files with such fixes pay it
     from libcst.codemod import CodemodContext
@@ -560,18 +539,21 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> str | None:
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(unused):
             RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, asname)
-        new = _keeping_lines(RemoveImportsVisitor)(ctx).transform_module(new)
+        remove = traced(_keeping_lines(RemoveImportsVisitor))(ctx)
+        new = remove.transform_module(new)
+        traces.append(trace_of(remove))
     if imports:
         ctx = CodemodContext()
         for mod, obj, asname in dict.fromkeys(imports):
             AddImportsVisitor.add_needed_import(ctx, mod, obj, asname)
-        new = AddImportsVisitor(ctx).transform_module(new)
-    code = _no_blank_start(new).code
-    try:
-        cst.parse_module(code)
-    except cst.ParserSyntaxError:
-        return None
-    return code
+        add = traced(AddImportsVisitor)(ctx)
+        new = new.visit(add)  # (it reads no metadata: no deep copy for a wrapper)
+        traces.append(trace_of(add))
+    last: Trace = {}
+    traces.append(last)
+    code, lines = StatementLines.of(_no_blank_start(new, last))
+    # (the next pass parses ``code``: a fix that does not parse is caught there)
+    return code, alignment(analyzer.source, analyzer.module, code, lines, traces)
 
 
 _ = (FixKind, re)  # re-exported types used by callers' annotations
