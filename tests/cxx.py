@@ -404,6 +404,9 @@ def extension_flags() -> list[str] | str:
     cuda = next((d for d in cuda_dirs if (d / "cuda_runtime.h").is_file()), None)
     if cuda is None:
         return f"no cuda_runtime.h in {', '.join(map(str, cuda_dirs))}"
+    if not (cuda / "nv" / "target").is_file():  # CCCL, which cuda_fp16.h includes
+        return (f"the CUDA headers in {cuda} (torch {torch.__version__}) lack <nv/target>: "
+                "real extensions are built on the torch whose CUDA wheels ship it (2.15)")
     includes = [str(SHIPPED_INCLUDE), *cpp_extension.include_paths(), str(cuda)]
     if not (cuda / "crt" / "host_config.h").is_file():
         crt = crt_include()

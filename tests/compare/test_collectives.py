@@ -52,8 +52,9 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     def make(folder: Path) -> dict[str, Any]:
         page = folder / "compare.html"
-        # Timing is not what this run proves: the machine is shared, so any threshold could trip.
-        proc = compare("--arm", "gloo", "--arm", "gloo", *FAST, "--threshold", "10000", "--html", str(page))
+        # Timing is not what this run proves: on a shared machine one iteration can take 100x its
+        # neighbours, so only a threshold no delay reaches leaves the run to correctness.
+        proc = compare("--arm", "gloo", "--arm", "gloo", *FAST, "--threshold", "1000000000", "--html", str(page))
         return {"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr, "page": str(page)}
 
     return once(tmp_path_factory, "compare-parity", make)[1]  # type: ignore[no-any-return]
@@ -72,7 +73,7 @@ def test_gloo_against_gloo_agrees(parity: dict[str, Any]) -> None:
     assert len(rows) == 7 * 3 * 2, out  # collectives x dtypes x sizes, none skipped
     assert all(row[-1] == "ok" for row in rows), out
     assert "mismatch:" not in out and "hang:" not in out
-    assert out.rstrip().endswith("result: the arms agree: 42 cases correct in both, no regression beyond 10000%")
+    assert out.rstrip().endswith("result: the arms agree: 42 cases correct in both, no regression beyond 1000000000%")
 
 
 def _json(*args: str, timeout: float = 240) -> tuple[int, dict[str, Any]]:
@@ -114,7 +115,7 @@ def test_a_rank_that_hangs_is_killed_and_named_with_its_collective() -> None:
     # The flight recorder was on (torch's default): every rank dumped, and fr analyze read the dumps.
     fr = report["arms"][1]["flight_recorder"]
     assert fr["folder"] == os.path.join(report["kept"], "B", "fr")
-    assert "2 dump(s) from ranks 0 and 1" in fr["text"] and "never completed" in fr["text"]
+    assert "2 dumps from ranks 0 and 1" in fr["text"] and "never completed" in fr["text"]
     assert sorted(os.listdir(fr["folder"])) == ["rank_0", "rank_1"]  # kept as evidence
     shutil.rmtree(report["kept"])
 
@@ -126,7 +127,7 @@ def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
     port = str(free_port())
     procs = [subprocess.Popen(
         [ncclx_exe(), "compare", "--cluster", "--arm", "gloo", "--arm", "gloo", "--sizes", "4K", "--warmup", "1",
-         "--iters", "2", "--collectives", "all_reduce_sum,sendrecv", "--dtypes", "int32", "--threshold", "10000", "--format", "json"],
+         "--iters", "2", "--collectives", "all_reduce_sum,sendrecv", "--dtypes", "int32", "--threshold", "1000000000", "--format", "json"],
         env={**os.environ, "PYTHONPATH": SRC, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True) for r in (0, 1)]
@@ -135,7 +136,7 @@ def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
     assert outs[1][0] == ""
     report = json.loads(outs[0][0])
     assert report["world"] == 2
-    assert report["verdict"] == "the arms agree: 2 cases correct in both, no regression beyond 10000%"
+    assert report["verdict"] == "the arms agree: 2 cases correct in both, no regression beyond 1000000000%"
     assert [(row["collective"], [a["check"] for a in row["arms"]]) for row in report["rows"]] == [
         ("all_reduce_sum", ["ok", "ok"]), ("sendrecv", ["ok", "ok"])]
 

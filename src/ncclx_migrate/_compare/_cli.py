@@ -61,7 +61,7 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
         pct = float(value.strip().rstrip("%"))
     except ValueError:
         pct = -1.0
-    if not 0 <= pct <= 10_000:
+    if not 0 <= pct < float("inf"):
         raise click.BadParameter(f"{value!r} is not a percentage like 5 or 5%")
     return pct / 100
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._words import count
 from ._spec import human_size
 
 __all__ = ["render_text"]
@@ -76,10 +77,10 @@ def render_text(report: dict[str, Any]) -> str:
     for text in report["regression_text"]:
         lines.append(f"regression: {text}")
     if report["improvements"]:
-        lines.append(f"faster: {len(report['improvements'])} case(s) where {b} beats {a} beyond the threshold")
+        lines.append(f"faster: {count(len(report['improvements']), 'case')} where {b} beats {a} beyond the threshold")
     if report["unreadable"]:
         worst = max(u["spread"] for u in report["unreadable"])
-        lines.append(f"unreadable: {len(report['unreadable'])} case(s) differ by more than the threshold, but the "
+        lines.append(f"unreadable: {count(len(report['unreadable']), 'case')} differ by more than the threshold, but the "
                      f"arms' spreads overlap (up to {worst:.0%}): raise --iters or quiet the node to tell")
     lines.append(f"result: {report['verdict']}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from .._words import count
 from ._run import NO_REPORT, ArmRun, Settings
 from ._spec import COLLECTIVES, DTYPES, busbw_factor, human_size
 
@@ -162,7 +163,7 @@ def judge(runs: Sequence[ArmRun], s: Settings, threshold: float, torch_version: 
         verdict = "the arms disagree (" + ", ".join(counts) + "): " + parts[0]
     else:
         code = EXIT_AGREE
-        verdict = f"the arms agree: {ran} case{'s' if ran != 1 else ''} correct in both, no regression beyond {threshold:.0%}"
+        verdict = f"the arms agree: {count(ran, 'case')} correct in both, no regression beyond {threshold:.0%}"
     report["problems"] = problems
     report["mismatch_text"] = mismatch_text
     report["regression_text"] = regress_text
