@@ -12,6 +12,11 @@ another, whose text may never name ``ProcessGroupNCCL``.  The runner's pre-pass 
 reads every file that binds (:class:`Project`), and each file's scan gets the names the
 project binds, with where (``Options.cpp_bound``).  Names are matched unqualified, as the
 compiler's overload set would gather them.
+
+The same pre-pass reads every file that names ``ProcessGroup`` for what its functions return
+(:meth:`._values.Values.facts`): a function is declared to return a ``c10d::ProcessGroup``, or
+returns an object the code built as the legacy class, only where every file that declares or
+defines it agrees (``Options.cpp_returns``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from ..._model import Options
+from ._index import Scan
 from ._names import text_of
 from ._parse import find, is_cuda, parse_bytes
 
@@ -125,19 +132,33 @@ class Project:
     """The runner's pre-pass: ``add`` each file read, then ``bound()``."""
 
     sites: dict[str, str]  # function name -> "path:line" of a binding
+    answers: dict[str, set[bool]]  # "pg:KEY" / "own:KEY" -> each file's answer
 
     @classmethod
     def new(cls) -> Project:
-        return cls({})
+        return cls({}, {})
 
     def add(self, path: str, data: bytes) -> None:
-        if not path.lower().endswith(_CPP_EXT) or not may_bind(data) or b"\0" in data[:8192]:
+        binds, returns = may_bind(data), b"ProcessGroup" in data
+        if not path.lower().endswith(_CPP_EXT) or not (binds or returns) or b"\0" in data[:8192]:
             return
-        tree, _ = parse_bytes(path, data)
-        calls = find(tree.root_node, is_cuda(path), ("call_expression",)).get("call_expression", [])
+        if returns:
+            scan = Scan(path, data.decode("utf-8", "replace"), Options())
+            for key, yes in scan.values.facts().items():
+                self.answers.setdefault(key, set()).add(yes)
+            root = scan.root
+        else:
+            root = parse_bytes(path, data)[0].root_node
+        if not binds:
+            return
+        calls = find(root, is_cuda(path), ("call_expression",)).get("call_expression", [])
         for b in binding_calls(sorted(calls, key=lambda n: n.start_byte)):
             if b.target:
                 self.sites.setdefault(b.target, f"{path}:{b.call.start_point.row + 1}")
 
     def bound(self) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(self.sites.items()))
+
+    def returns(self) -> tuple[tuple[str, bool], ...]:
+        """The facts some file answers yes to, and whether every file that has it agrees."""
+        return tuple(sorted((k, v == {True}) for k, v in self.answers.items() if True in v))
