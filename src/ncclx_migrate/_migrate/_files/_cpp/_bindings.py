@@ -16,7 +16,8 @@ compiler's overload set would gather them.
 The same pre-pass reads every file that names ``ProcessGroup`` for what its functions return
 (:meth:`._values.Values.facts`): a function is declared to return a ``c10d::ProcessGroup``, or
 returns an object the code built as the legacy class, only where every file that declares or
-defines it agrees (``Options.cpp_returns``).
+defines it agrees (``Options.cpp_returns``); and which functions code that casts to the legacy
+class calls, so that no fix builds nccl2's class in a factory whose objects such code relies on.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from tree_sitter import Node
 
 from ..._model import Options
 from ._index import Scan
-from ._names import text_of
+from ._names import Kind, text_of
 from ._parse import find, is_cuda, parse_bytes
+from ._values import callee_name
 
 __all__ = ["BINDS", "Binding", "Project", "binding_calls", "function_declarators", "may_bind"]
 
@@ -146,6 +148,11 @@ class Project:
             scan = Scan(path, data.decode("utf-8", "replace"), Options())
             for key, yes in scan.values.facts().items():
                 self.answers.setdefault(key, set()).add(yes)
+            if any(c.kind in (Kind.LEGACY, Kind.LEGACY_SUB) for c in scan.casts):
+                # the functions code that casts to the legacy class calls (by name)
+                for c in scan.nodes["call_expression"]:
+                    if name := callee_name(c):
+                        self.answers.setdefault(f"called:{name}", set()).add(True)
             root = scan.root
         else:
             root = parse_bytes(path, data)[0].root_node

@@ -35,7 +35,7 @@ from ..._crossfile import consumed
 from ._names import Kind, Resolver, text_of
 from ._parse import find, walk
 
-__all__ = ["BUILDERS", "Build", "Values", "declarator_name", "declared_type", "names_process_group", "strip"]
+__all__ = ["BUILDERS", "Build", "Values", "callee_name", "declarator_name", "declared_type", "names_process_group", "strip"]
 
 _WRITES = ("init_declarator", "field_declaration", "field_initializer", "assignment_expression",
            "parameter_declaration", "optional_parameter_declaration", "for_range_loop")
@@ -108,7 +108,7 @@ class Values:
     def _calls_own(self, calls: list[Node]) -> bool:
         consumed("cpp_returns", "own")  # which names the project's own-returning functions have
         names = {k.rpartition("::")[2] for k, v in self.project.items() if v and k.startswith("own:")}
-        return bool(names) and any(_callee_name(c) in names for c in calls)
+        return bool(names) and any(callee_name(c) in names for c in calls)
 
     def _build(self, n: Node, builder: str, ty: Node) -> None:
         core = self.resolver.core_type(ty)
@@ -307,6 +307,17 @@ class Values:
             out.update({f"own:{k}": k in self.returns_own for k in self._returns()})
         return out
 
+    def relied_on(self, definition: Node, casts_here: bool, calls: list[Node]) -> bool:
+        """Does code that casts to the legacy class (in this file: ``casts_here``, or in
+        another of the project) call ``definition``, a function that returns self-built
+        objects?  Building nccl2's class there instead would make those casts null."""
+        key = _key(definition.child_by_field_name("declarator"), self._namespaces)
+        if key not in self.returns_own:
+            return False
+        name = key.rpartition("::")[2]
+        consumed("cpp_returns", f"called:{name}")
+        return bool(self.project.get(f"called:{name}")) or (casts_here and any(callee_name(c) == name for c in calls))
+
     def _callee_keys(self, call: Node) -> list[str]:
         """The keys a call may mean, the most specific first."""
         fn = call.child_by_field_name("function")
@@ -401,7 +412,8 @@ def _spelled(n: Node | None) -> str:
     return text_of(n) if n.type == "identifier" else ""
 
 
-def _callee_name(call: Node) -> str:
+def callee_name(call: Node) -> str:
+    """The unqualified name a call calls (a method's, a function's)."""
     fn = call.child_by_field_name("function")
     if fn is not None and fn.type == "field_expression":
         return text_of(fn.child_by_field_name("field"))
