@@ -13,11 +13,12 @@ reads every file that binds (:class:`Project`), and each file's scan gets the na
 project binds, with where (``Options.cpp_bound``).  Names are matched unqualified, as the
 compiler's overload set would gather them.
 
-The same pre-pass reads every file that names ``ProcessGroup`` for what its functions return
-(:meth:`._values.Values.facts`): a function is declared to return a ``c10d::ProcessGroup``, or
-returns an object the code built as the legacy class, only where every file that declares or
-defines it agrees (``Options.cpp_returns``); and which functions code that casts to the legacy
-class calls, so that no fix builds nccl2's class in a factory whose objects such code relies on.
+The same pre-pass reads every file that names ``ProcessGroup`` or ``Backend`` for what its
+functions return (:meth:`._values.Values.facts`): a function is declared to return a
+``c10d::ProcessGroup``, or returns an object the code built as the legacy class, only where
+every file that declares or defines it agrees (``Options.cpp_returns``); and which functions
+code that casts to the legacy class calls, so that no fix builds nccl2's class in a factory
+whose objects such code relies on.
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ class Project:
         return cls({}, {})
 
     def add(self, path: str, data: bytes) -> None:
-        binds, returns = may_bind(data), b"ProcessGroup" in data
+        # what a function returns matters where it can be a group or a backend (an override
+        # of an own factory returns a c10d::Backend too)
+        binds, returns = may_bind(data), b"ProcessGroup" in data or b"Backend" in data
         if not path.lower().endswith(_CPP_EXT) or not (binds or returns) or b"\0" in data[:8192]:
             return
         if returns:
@@ -167,5 +170,10 @@ class Project:
         return tuple(sorted(self.sites.items()))
 
     def returns(self) -> tuple[tuple[str, bool], ...]:
-        """The facts some file answers yes to, and whether every file that has it agrees."""
-        return tuple(sorted((k, v == {True}) for k, v in self.answers.items() if True in v))
+        """The facts some file answers yes to, and whether every file that has it agrees.  A
+        method is own only if every class's method of that name is (an override may be called
+        through the base class)."""
+        doubted = {k.rpartition("::")[2] for k, v in self.answers.items() if k.startswith("own:") and False in v}
+        return tuple(sorted((k, v == {True} and not (k.startswith("own:") and "::" in k
+                                                    and k.rpartition("::")[2] in doubted))
+                            for k, v in self.answers.items() if True in v))

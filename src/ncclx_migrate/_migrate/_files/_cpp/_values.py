@@ -229,6 +229,20 @@ class Values:
         writes = self._writes()
         puts = self._puts(calls)
         returns = self._returns()
+        banned: set[str] = set()
+        while True:
+            self._least(writes, puts, {k: v for k, v in returns.items() if k not in banned})
+            # A method is own only if every class's method of that name is (an override may
+            # be called through the base class): solve again without the doubted ones.
+            doubted = {k.rpartition("::")[2] for k in returns if k not in self.returns_own}
+            more = {k for k in self.returns_own if "::" in k and k.rpartition("::")[2] in doubted}
+            if not more:
+                return
+            banned |= more
+            self.self_built, self.own_iters, self.own_containers, self.returns_own = set(), set(), {}, set()
+
+    def _least(self, writes: dict[str, list[Node | None]], puts: dict[str, list[tuple[Node | None, str]]],
+               returns: dict[str, list[Node | None]]) -> None:
         changed = True
         while changed:  # the least sets closed under "every write is built"
             changed = False
@@ -303,8 +317,7 @@ class Values:
     def facts(self) -> dict[str, bool]:
         """This file's answers for the pre-pass ("pg:KEY", "own:KEY")."""
         out = {f"pg:{k}": v for k, v in self.declared_pg().items()}
-        if self.builds:
-            out.update({f"own:{k}": k in self.returns_own for k in self._returns()})
+        out.update({f"own:{k}": k in self.returns_own for k in self._returns()})
         return out
 
     def relied_on(self, definition: Node, casts_here: bool, calls: list[Node]) -> bool:
