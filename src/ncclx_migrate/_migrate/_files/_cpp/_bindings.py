@@ -132,14 +132,15 @@ def function_declarators(root: Node, nodes: dict[str, list[Node]]) -> dict[str, 
 
 @dataclass(frozen=True)
 class Project:
-    """The runner's pre-pass: ``add`` each file read, then ``bound()``."""
+    """The runner's pre-pass: ``add`` each file read, then ``bound()`` and ``returns()``."""
 
     sites: dict[str, str]  # function name -> "path:line" of a binding
-    answers: dict[str, set[bool]]  # "pg:KEY" / "own:KEY" -> each file's answer
+    answers: dict[str, dict[str, bool]]  # path -> its answers ("pg:KEY", "own:KEY", "fills:NAME", "called:NAME")
+    kept: dict[str, bytes]  # path -> the text of a file that answers yes to an "own"/"fills" fact
 
     @classmethod
     def new(cls) -> Project:
-        return cls({}, {})
+        return cls({}, {}, {})
 
     def add(self, path: str, data: bytes) -> None:
         # what a function returns matters where it can be a group or a backend (an override
@@ -149,13 +150,9 @@ class Project:
             return
         if returns:
             scan = Scan(path, data.decode("utf-8", "replace"), Options())
-            for key, yes in scan.values.facts().items():
-                self.answers.setdefault(key, set()).add(yes)
-            if any(c.kind in (Kind.LEGACY, Kind.LEGACY_SUB) for c in scan.casts):
-                # the functions code that casts to the legacy class calls (by name)
-                for c in scan.nodes["call_expression"]:
-                    if name := callee_name(c):
-                        self.answers.setdefault(f"called:{name}", set()).add(True)
+            self.answers[path] = _answers(scan)
+            if any(yes for k, yes in self.answers[path].items() if k.startswith(("own:", "fills:"))):
+                self.kept[path] = data
             root = scan.root
         else:
             root = parse_bytes(path, data)[0].root_node
@@ -170,10 +167,42 @@ class Project:
         return tuple(sorted(self.sites.items()))
 
     def returns(self) -> tuple[tuple[str, bool], ...]:
-        """The facts some file answers yes to, and whether every file that has it agrees.  A
-        method is own only if every class's method of that name is (an override may be called
-        through the base class)."""
-        doubted = {k.rpartition("::")[2] for k, v in self.answers.items() if k.startswith("own:") and False in v}
+        """The facts some file answers yes to (and every container some file fills), and
+        whether every file that has it agrees.  Each file was first judged alone: the files
+        that answered yes to an "own" or "fills" fact are judged again with the others'
+        answers (another file may fill the same member, or override the method), until the
+        answers hold."""
+        facts = self._merged()
+        for _ in range(4):
+            changed = False
+            for path, data in self.kept.items():
+                again = _answers(Scan(path, data.decode("utf-8", "replace"), Options(cpp_returns=facts)))
+                changed |= again != self.answers[path]
+                self.answers[path] = again
+            if not changed:
+                return facts
+            facts = self._merged()
+        # answers that still change (a cycle through several files): no object is provably own
+        return tuple((k, yes and not k.startswith(("own:", "fills:"))) for k, yes in facts)
+
+    def _merged(self) -> tuple[tuple[str, bool], ...]:
+        """A method is own only if every class's method of that name is (an override may be
+        called through the base class)."""
+        every: dict[str, set[bool]] = {}
+        for answers in self.answers.values():
+            for k, yes in answers.items():
+                every.setdefault(k, set()).add(yes)
+        doubted = {k.rpartition("::")[2] for k, v in every.items() if k.startswith("own:") and False in v}
         return tuple(sorted((k, v == {True} and not (k.startswith("own:") and "::" in k
                                                     and k.rpartition("::")[2] in doubted))
-                            for k, v in self.answers.items() if True in v))
+                            for k, v in every.items() if True in v or k.startswith("fills:")))
+
+
+def _answers(scan: Scan) -> dict[str, bool]:
+    out = scan.values.facts()
+    if any(c.kind in (Kind.LEGACY, Kind.LEGACY_SUB) for c in scan.casts):
+        # the functions code that casts to the legacy class calls (by name)
+        for c in scan.nodes["call_expression"]:
+            if name := callee_name(c):
+                out[f"called:{name}"] = True
+    return out

@@ -79,7 +79,8 @@ class Values:
                  project: Mapping[str, bool] | None = None) -> None:
         self.resolver = resolver
         self.root, self.cuda, self.project = root, cuda, project or {}
-        self._function_nodes = nodes["function_definition"]
+        self._function_nodes, self._calls = nodes["function_definition"], nodes["call_expression"]
+        self._nodes: dict[str, list[Node]] = {}  # the writes' nodes (only where values are followed)
         self._namespaces = {text_of(n.child_by_field_name("name")) for n in nodes["namespace_definition"]}
         self._classes = nodes["class_specifier"] + nodes["struct_specifier"]
         self._pg: dict[str, bool] | None = None  # this file's declared returns (lazily)
@@ -255,7 +256,7 @@ class Values:
                     changed = True
             for name, elements in puts.items():
                 if name not in self.own_containers and name not in writes \
-                        and all(v is not None and self.built(v) for v, _ in elements):
+                        and all(v is not None and self.built(v) for v, _ in elements) and self._filled_here(name):
                     shapes = {shape for _, shape in elements}
                     self.own_containers[name] = shapes.pop() if len(shapes) == 1 else ""
                     changed = True
@@ -263,6 +264,12 @@ class Values:
                 if key not in self.returns_own and all(v is not None and self.built(v) for v in values):
                     self.returns_own.add(key)
                     changed = True
+
+    def _filled_here(self, name: str) -> bool:
+        """Does no other file of the project put anything but self-built objects in a
+        container of that name (a member may be filled by a method defined elsewhere)?"""
+        consumed("cpp_returns", f"fills:{name}")
+        return self.project.get(f"fills:{name}", True)
 
     def _iterator(self, n: Node) -> bool:
         """Is ``n`` an iterator into an own container (``c.find(k)``, ``c.emplace(...).first``)?"""
@@ -315,9 +322,13 @@ class Values:
         return self._pg
 
     def facts(self) -> dict[str, bool]:
-        """This file's answers for the pre-pass ("pg:KEY", "own:KEY")."""
+        """This file's answers for the pre-pass ("pg:KEY", "own:KEY"; "fills:NAME": every
+        element this file puts in containers named NAME is self-built)."""
         out = {f"pg:{k}": v for k, v in self.declared_pg().items()}
         out.update({f"own:{k}": k in self.returns_own for k in self._returns()})
+        if not self._nodes:
+            self._nodes = find(self.root, self.cuda, _WRITES)
+        out.update({f"fills:{n}": n in self.own_containers for n in self._puts(self._calls)})
         return out
 
     def relied_on(self, definition: Node, casts_here: bool, calls: list[Node]) -> bool:
