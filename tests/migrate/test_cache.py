@@ -112,3 +112,27 @@ def test_no_project_root_no_cache_and_no_cache_flag(tmp_path: Path) -> None:
     assert not (root / ".ncclx_cache").exists()
     run_ncclx("migrate", "-q", ".", cwd=root, env={"NCCLX_CACHE_DIR": str(tmp_path / "env")})
     assert not (root / ".ncclx_cache").exists() and _pack(tmp_path / "env")
+
+
+@pytest.mark.slow
+def test_editing_a_cpp_factory_invalidates_the_file_that_casts_its_groups(tmp_path: Path) -> None:
+    """A cast of a pool's own groups (src/reduce.cpp) is cleared by what src/pool.cpp fills
+    the pool with: when the pool is filled from a caller instead, the warm run reports it."""
+    root = tmp_path / "p"
+    case = FIXTURES / "cpp_multi" / "own_groups_elsewhere"
+    for src in case.rglob("*.in.*"):
+        dst = root / src.relative_to(case).parent / src.name.replace(".in.", ".")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    (root / ".git").mkdir()
+    cold = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    lines = [f["line"] for f in json.loads(cold.stdout)["findings"] if f["path"] == "src/reduce.cpp"]
+    assert lines == [18]  # the caller-handed group only
+    kept = _pack(root / ".ncclx_cache")["src/reduce.cpp"]
+    assert ["cpp_returns", "own:GroupPool::groupFor"] in [f[:2] for f in kept["facts"]]  # type: ignore[union-attr]
+    pool = root / "src" / "pool.cpp"
+    pool.write_text(pool.read_text().replace("newGroup(store_, rankIn(mesh), sizeOf(mesh))", "adopted_.at(mesh)"))
+    warm = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    _same(warm, run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
+    lines = [f["line"] for f in json.loads(warm.stdout)["findings"] if f["path"] == "src/reduce.cpp"]
+    assert lines == [9, 11, 18]  # the pool's groups may now be nccl2's: the cast and _reduce_oop

@@ -26,13 +26,7 @@ from holdout_cpp import Score, run  # noqa: E402
 LABELS = json.loads((HOLDOUT / "labels.json").read_text(encoding="utf-8"))
 
 # site id -> why the scanner does not meet its label yet (measured; see docs/migrate.md).
-GAPS: dict[str, str] = {
-    "fuser-shutdown-cast": "the cast's operand is the runtime's own backend, held in a member map (issue 24 §3)",
-    "fuser-reduce-cast": "the backend comes from another file's factory of own groups (issue 24 §3)",
-    "fuser-reduce-oop": "same operand as fuser-reduce-cast (issue 24 §3)",
-    "snapy-begin-cast": "a cast from the c10d::ProcessGroup a function of another file returns (issue 24 §3)",
-    "snapy-end-cast": "a cast from the c10d::ProcessGroup a function of another file returns (issue 24 §3)",
-}
+GAPS: dict[str, str] = {}
 
 
 def _param(site: dict[str, Any]) -> Any:

@@ -104,6 +104,8 @@ def answer(kind: str, key: str, options: Options) -> object:
         return line_length(key)
     if kind in ("cpp_bound", "cpp_shim_builds"):  # the C++ pre-pass: what the project binds, builds
         return [list(pair) for pair in getattr(options, kind)]
+    if kind == "cpp_returns":  # the C++ pre-pass: what one function returns (None: unknown)
+        return dict(options.cpp_returns).get(key)
     if kind == "module":
         return module_name(key)
     return None  # a kind this version does not know: never the same as a recorded answer

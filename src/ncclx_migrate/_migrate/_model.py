@@ -101,6 +101,11 @@ class Options:
     # --use-shim: (setup.py, C++ source) pairs of the extensions whose sources the shim fix
     # rewrites, so that setup.py gets the shim's include folder (_files/_cpp/_setup.py).
     cpp_shim_builds: tuple[tuple[str, str], ...] = ()
+    # What the run's C++ functions return, from every declaration and definition of the
+    # project (the pre-pass, _files/_cpp/_values.py): ("pg:KEY" or "own:KEY", yes) where KEY
+    # is ``f`` or ``Class::f``; "pg": declared to return a c10d::ProcessGroup, "own": every
+    # definition returns an object the code built as the legacy class.
+    cpp_returns: tuple[tuple[str, bool], ...] = ()
 
     def wants_fix(self, kind: FixKind) -> bool:
         if kind is FixKind.SAFE:

@@ -378,7 +378,8 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
     else:
         names = shared_names(candidates, read_and_index)
     return dataclasses.replace(options, shared_names=names, helpers=index.build(read),
-                               cpp_bound=cpp.bound() if cpp is not None else ())
+                               cpp_bound=cpp.bound() if cpp is not None else (),
+                               cpp_returns=cpp.returns() if cpp is not None else ())
 
 
 def run(

@@ -12,6 +12,13 @@ another, whose text may never name ``ProcessGroupNCCL``.  The runner's pre-pass 
 reads every file that binds (:class:`Project`), and each file's scan gets the names the
 project binds, with where (``Options.cpp_bound``).  Names are matched unqualified, as the
 compiler's overload set would gather them.
+
+The same pre-pass reads every file that names ``ProcessGroup`` or ``Backend`` for what its
+functions return (:meth:`._values.Values.facts`): a function is declared to return a
+``c10d::ProcessGroup``, or returns an object the code built as the legacy class, only where
+every file that declares or defines it agrees (``Options.cpp_returns``); and which functions
+code that casts to the legacy class calls, so that no fix builds nccl2's class in a factory
+whose objects such code relies on.
 """
 
 from __future__ import annotations
@@ -22,8 +29,11 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ._names import text_of
+from ..._model import Options
+from ._index import Scan
+from ._names import Kind, text_of
 from ._parse import find, is_cuda, parse_bytes
+from ._values import callee_name
 
 __all__ = ["BINDS", "Binding", "Project", "binding_calls", "function_declarators", "may_bind"]
 
@@ -122,22 +132,77 @@ def function_declarators(root: Node, nodes: dict[str, list[Node]]) -> dict[str, 
 
 @dataclass(frozen=True)
 class Project:
-    """The runner's pre-pass: ``add`` each file read, then ``bound()``."""
+    """The runner's pre-pass: ``add`` each file read, then ``bound()`` and ``returns()``."""
 
     sites: dict[str, str]  # function name -> "path:line" of a binding
+    answers: dict[str, dict[str, bool]]  # path -> its answers ("pg:KEY", "own:KEY", "fills:NAME", "called:NAME")
+    kept: dict[str, bytes]  # path -> the text of a file that answers yes to an "own"/"fills" fact
 
     @classmethod
     def new(cls) -> Project:
-        return cls({})
+        return cls({}, {}, {})
 
     def add(self, path: str, data: bytes) -> None:
-        if not path.lower().endswith(_CPP_EXT) or not may_bind(data) or b"\0" in data[:8192]:
+        # what a function returns matters where it can be a group or a backend (an override
+        # of an own factory returns a c10d::Backend too)
+        binds, returns = may_bind(data), b"ProcessGroup" in data or b"Backend" in data
+        if not path.lower().endswith(_CPP_EXT) or not (binds or returns) or b"\0" in data[:8192]:
             return
-        tree, _ = parse_bytes(path, data)
-        calls = find(tree.root_node, is_cuda(path), ("call_expression",)).get("call_expression", [])
+        if returns:
+            scan = Scan(path, data.decode("utf-8", "replace"), Options())
+            self.answers[path] = _answers(scan)
+            if any(yes for k, yes in self.answers[path].items() if k.startswith(("own:", "fills:"))):
+                self.kept[path] = data
+            root = scan.root
+        else:
+            root = parse_bytes(path, data)[0].root_node
+        if not binds:
+            return
+        calls = find(root, is_cuda(path), ("call_expression",)).get("call_expression", [])
         for b in binding_calls(sorted(calls, key=lambda n: n.start_byte)):
             if b.target:
                 self.sites.setdefault(b.target, f"{path}:{b.call.start_point.row + 1}")
 
     def bound(self) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(self.sites.items()))
+
+    def returns(self) -> tuple[tuple[str, bool], ...]:
+        """The facts some file answers yes to (and every container some file fills), and
+        whether every file that has it agrees.  Each file was first judged alone: the files
+        that answered yes to an "own" or "fills" fact are judged again with the others'
+        answers (another file may fill the same member, or override the method), until the
+        answers hold."""
+        facts = self._merged()
+        for _ in range(4):
+            changed = False
+            for path, data in self.kept.items():
+                again = _answers(Scan(path, data.decode("utf-8", "replace"), Options(cpp_returns=facts)))
+                changed |= again != self.answers[path]
+                self.answers[path] = again
+            if not changed:
+                return facts
+            facts = self._merged()
+        # answers that still change (a cycle through several files): no object is provably own
+        return tuple((k, yes and not k.startswith(("own:", "fills:"))) for k, yes in facts)
+
+    def _merged(self) -> tuple[tuple[str, bool], ...]:
+        """A method is own only if every class's method of that name is (an override may be
+        called through the base class)."""
+        every: dict[str, set[bool]] = {}
+        for answers in self.answers.values():
+            for k, yes in answers.items():
+                every.setdefault(k, set()).add(yes)
+        doubted = {k.rpartition("::")[2] for k, v in every.items() if k.startswith("own:") and False in v}
+        return tuple(sorted((k, v == {True} and not (k.startswith("own:") and "::" in k
+                                                    and k.rpartition("::")[2] in doubted))
+                            for k, v in every.items() if True in v or k.startswith("fills:")))
+
+
+def _answers(scan: Scan) -> dict[str, bool]:
+    out = scan.values.facts()
+    if any(c.kind in (Kind.LEGACY, Kind.LEGACY_SUB) for c in scan.casts):
+        # the functions code that casts to the legacy class calls (by name)
+        for c in scan.nodes["call_expression"]:
+            if name := callee_name(c):
+                out[f"called:{name}"] = True
+    return out

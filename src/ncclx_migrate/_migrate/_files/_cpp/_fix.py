@@ -61,6 +61,9 @@ def add_fixes(scan: Scan, hits: list[Hit]) -> None:
             edits = _construction_fix(scan, hit.node)
             if edits is not None:
                 hit.fix, hit.edits, hit.include = FixKind.UNSAFE, edits, GUARDED_INCLUDE
+            elif (factory := _relied_factory(scan, hit.node)) is not None:
+                hit.detail += (f" Code that casts what `{text_of(_declared_name(factory))}` returns to the legacy "
+                               "class relies on getting it: give those casts an nccl2 branch first.")
         elif hit.code == "NCX304" and hit.node is not None and hit.replacement:
             operand = _compared(hit.node)
             if operand is not None and pure(operand):
@@ -74,7 +77,8 @@ _HANDS_ON = frozenset({"setBackend", "registerBackend"})
 
 def _construction_fix(scan: Scan, build: Node) -> list[Edit] | None:
     """``auto b = make_intrusive<c10d::ProcessGroupNCCL>(...);`` (or ``return`` of it from a
-    function returning a ``c10d::Backend`` pointer) on its own lines, whose variable is only
+    function returning a ``c10d::Backend`` pointer that no code casting to the legacy class
+    calls: it relies on getting the legacy class) on its own lines, whose variable is only
     asked for members nccl2's class declares too or handed to ``setBackend``: the same
     statement building ``c10d::nccl2::ProcessGroupNCCL`` under ``__has_include``, the legacy
     one in the ``#else``."""
@@ -87,6 +91,8 @@ def _construction_fix(scan: Scan, build: Node) -> list[Edit] | None:
         ret = fn.child_by_field_name("type") if fn is not None else None
         if ret is None or "Backend" not in text_of(ret) or "ProcessGroupNCCL" in text_of(ret):
             return None
+        if _relied_factory(scan, build) is not None:
+            return None  # its callers cast what it returns to the legacy class
     else:
         decl = stmt.parent
         ty = decl.child_by_field_name("type") if decl is not None else None
@@ -118,6 +124,20 @@ def _construction_fix(scan: Scan, build: Node) -> list[Edit] | None:
     if not text[:line_end].endswith("\n"):
         block_text = block_text.rstrip("\r\n")
     return [Edit(line_start, line_end, block_text)]
+
+
+def _relied_factory(scan: Scan, build: Node) -> Node | None:
+    """The function ``build`` is returned from, when code that casts to the legacy class calls it."""
+    fn = _enclosing_function(build) if build.parent is not None and build.parent.type == "return_statement" else None
+    casts_here = any(c.kind in (Kind.LEGACY, Kind.LEGACY_SUB) for c in scan.casts)
+    return fn if fn is not None and scan.values.relied_on(fn, casts_here, scan.nodes["call_expression"]) else None
+
+
+def _declared_name(fn: Node) -> Node | None:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    return d.child_by_field_name("declarator") if d is not None else None
 
 
 def _enclosing_function(n: Node) -> Node | None:

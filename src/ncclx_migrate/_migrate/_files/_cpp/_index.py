@@ -18,7 +18,7 @@ from tree_sitter import Node
 from ..._model import Options
 from ._names import Kind, Resolver, text_of
 from ._parse import Source, index, is_cuda, named, parse_bytes, parse_snippet, walk
-from ._values import Values, names_process_group, strip
+from ._values import Values, declarator_name, declared_type, names_process_group, strip
 from ._views import View
 
 __all__ = ["CHECKED", "NCCL2_HEADER", "UNCHECKED", "Cast", "Scan", "Unit", "cast_operand", "declarator_name",
@@ -84,7 +84,7 @@ class Scan:
         self.units = [self.main, *self._macro_units()]
         self.casts = [c for u in self.units for c in self._casts(u)]
         self.nccl2_at = self._nccl2_evidence()
-        self.values = Values(self.root, self.cuda, self.nodes, self.resolver)
+        self.values = Values(self.root, self.cuda, self.nodes, self.resolver, dict(options.cpp_returns))
 
     # --- structure ---
     def _macro_units(self) -> Iterator[Unit]:
@@ -142,16 +142,18 @@ class Scan:
         return n is not None and self.values.built(n)
 
     def from_process_group(self, n: Node | None) -> bool:
-        """Is ``n`` (``pg``, ``pg.get()``, ``*pg``, ``this->pg_``) declared a
-        ``c10d::ProcessGroup`` (a pointer, smart pointer or reference to one)?"""
+        """Is ``n`` (``pg``, ``pg.get()``, ``*pg``, ``this->pg_``, ``f()``) declared a
+        ``c10d::ProcessGroup`` (a pointer, smart pointer or reference to one; for a call, the
+        return type of every declaration of the function in the project)?"""
         if n is None:
             return False
         n = strip(n)
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
-            if fn is None or fn.type != "field_expression" or text_of(fn.child_by_field_name("field")) != "get":
-                return False
-            n = strip(fn.child_by_field_name("argument") or n)
+            if fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) == "get":
+                n = strip(fn.child_by_field_name("argument") or n)
+            if n.type == "call_expression":
+                return self.values.fact("pg", n)
         name = text_of(n.child_by_field_name("field")) if n.type == "field_expression" \
             else text_of(n) if n.type == "identifier" else ""
         ty = self.declared_type(n, name) if name else None
@@ -160,18 +162,7 @@ class Scan:
     def declared_type(self, at: Node, name: str) -> Node | None:
         """The type ``name`` is declared with where ``at`` uses it: a parameter or local of the
         function around, else a member declared in the file."""
-        fn = function_of(at)
-        for d in walk(fn) if fn is not None else ():
-            if d.type in ("parameter_declaration", "optional_parameter_declaration", "declaration") \
-                    and d.start_byte < at.start_byte \
-                    and any(declarator_name(x) == name for x in d.children_by_field_name("declarator")):
-                return d.child_by_field_name("type")
-        for c in self.nodes["class_specifier"] + self.nodes["struct_specifier"]:
-            for d in walk(c):
-                if d.type == "field_declaration" and any(
-                        declarator_name(x) == name for x in d.children_by_field_name("declarator")):
-                    return d.child_by_field_name("type")
-        return None
+        return declared_type(self.nodes["class_specifier"] + self.nodes["struct_specifier"], at, name)
 
     def handles_nccl2(self, n: Node, unit: Unit) -> bool:
         lo, hi = self.context(n, unit)
@@ -239,13 +230,6 @@ def function_of(n: Node) -> Node | None:
     while p is not None and p.type != "function_definition":
         p = p.parent
     return p
-
-
-def declarator_name(d: Node | None) -> str:
-    """The name a declarator declares (through pointers, references, initialisers)."""
-    while d is not None and d.type not in ("identifier", "field_identifier"):
-        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
-    return text_of(d)
 
 
 _GETTERS = frozenset({"get", "getBackend", "getDefaultBackend", "getBackendName"})

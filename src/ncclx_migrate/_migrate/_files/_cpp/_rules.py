@@ -236,15 +236,20 @@ def _from_legacy(scan: Scan, cast: Cast, operand: Node) -> bool:
 
 
 def _cast_not_from_torch(scan: Scan, arg: Node) -> bool:
-    """``arg`` is a cast (or a variable set from one) that :func:`_not_from_torch` clears."""
+    """``arg`` is a cast (or a variable set from one) that :func:`_not_from_torch` clears.  A
+    variable declared more than once before ``arg`` (the arms of an ``#if``) must be set from
+    such casts in each declaration that is not a literal (``constexpr bool p = false;``)."""
     fn = function_of(arg)
+    values = [arg]
     if arg.type == "identifier" and fn is not None:
-        for d in walk(fn):
-            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            if value is not None and declarator_name(d) == text_of(arg) and d.start_byte < arg.start_byte:
-                arg = value
-    cast = next((c for c in scan.casts if c.node.id == arg.id), None)
-    return cast is not None and _not_from_torch(scan, cast)
+        values = [v for d in walk(fn) if d.type == "init_declarator" and d.start_byte < arg.start_byte
+                  and declarator_name(d) == text_of(arg)
+                  and (v := d.child_by_field_name("value")) is not None and v.type not in _LITERALS] or [arg]
+    casts = {c.node.id: c for c in scan.casts}
+    return all(v.id in casts and _not_from_torch(scan, casts[v.id]) for v in values)
+
+
+_LITERALS = frozenset({"true", "false", "null", "nullptr", "number_literal"})
 
 
 def _members(scan: Scan) -> Iterator[Hit]:
