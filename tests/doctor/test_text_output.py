@@ -253,7 +253,7 @@ def test_cluster_gather_shows_how_many_ranks_it_has_on_a_terminal() -> None:
     assert "gathered 1/2 ranks" in raw
     seen = as_seen(raw)
     assert not any("gathered" in line for line in seen)
-    assert any("rank 1 did not report within 3s" in line for line in seen), seen
+    assert any("rank 1 did not report within 3s" in line for line in seen), "\n".join(seen)
 
 
 def test_merge_keeps_one_bullet_per_problem_when_every_node_agrees(tmp_path: Path) -> None:
