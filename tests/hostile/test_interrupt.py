@@ -57,21 +57,30 @@ def test_migrate_reading_stdin(tmp_path: Path) -> None:
     assert "interrupted" in err
 
 
+@pytest.mark.skipif(_READ is None, reason="needs /proc/PID/syscall numbers for this machine")
 def test_doctor_merge_reading_a_fifo(tmp_path: Path) -> None:
     # A FIFO blocks the reader until a writer comes; the test is that writer, and opening it
     # without blocking succeeds only once the command holds the other end.  (`ncclx fr` never
     # waits on input: it reads only regular files; all commands share the one entry point.)
+    # The signal goes once the command sits in read(2), as a user's Ctrl-C at a stalled read
+    # would: one sent as it is about to enter the call is seen by Python's handler only when the
+    # call returns (CPython's signal check precedes the blocking call), and this writer never
+    # writes, so the test would wait out its timeout (seen on a loaded machine, 1 run in 4).
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     proc = _start("doctor", "merge", "fifo", cwd=tmp_path)
     writer: list[int] = []
 
     def reading() -> bool:
+        if not writer:
+            try:
+                writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                return False
         try:
-            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
+            return Path(f"/proc/{proc.pid}/syscall").read_text().split()[0] == str(_READ)
+        except (OSError, IndexError):
             return False
-        return True
 
     try:
         code, err = _interrupt(proc, reading)
