@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ._atomic import replace_with
 from ._model import Finding, Options, is_selected
 from ._report import _cell_line
 
@@ -202,25 +202,7 @@ def render(baseline: Baseline) -> str:
 
 def write(baseline: Baseline) -> None:
     """Write the file atomically (a reader never sees half of it); raises OSError."""
-    path = os.path.abspath(baseline.path)
-    fd, tmp = tempfile.mkstemp(prefix=".ncclx-baseline-", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(render(baseline))
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mask = os.umask(0)
-            os.umask(mask)
-            mode = 0o666 & ~mask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_with(os.path.abspath(baseline.path), render(baseline), ".ncclx-baseline-")
 
 
 def ratchet(baseline: Baseline, findings: Sequence[Finding], scanned: Sequence[str], options: Options,

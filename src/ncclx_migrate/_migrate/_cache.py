@@ -26,13 +26,13 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ._atomic import replace_with
 from ._crossfile import SharedNames, recording
 from ._model import CellPosition, FileResult, Finding, FixKind, Options
 from ._runner import Mode, Outcome, _read, process_file
@@ -336,17 +336,7 @@ class Cache:
                 entries = {p: e for p, e in self._load(pack).items()
                            if p in ran or (isinstance(e, dict) and os.path.exists(str(e.get("abspath"))))}
                 entries.update(mine_now)
-                fd, tmp = tempfile.mkstemp(prefix=".pack-", suffix=".tmp", dir=folder)
-                try:
-                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                        json.dump({"entries": entries}, fh, separators=(",", ":"))
-                    os.chmod(tmp, 0o666 & ~mask)  # as any file the user makes (mkstemp's is 0600)
-                    os.replace(tmp, pack)
-                except BaseException:
-                    try:
-                        os.unlink(tmp)
-                    except OSError:
-                        pass
-                    raise
+                # as any file the user makes, whatever mode the shard had
+                replace_with(pack, json.dumps({"entries": entries}, separators=(",", ":")), ".pack-", 0o666 & ~mask)
         except OSError as exc:
             self._fault("written", exc)
