@@ -98,9 +98,10 @@ class Analyzer(cst.CSTVisitor):
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, cst.Module):
+        kind = type(original_node)
+        if kind is cst.Module:
             self.finish()
-        elif isinstance(original_node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        elif kind in _SCOPED:  # (by exact type, as _BINDERS pushes them)
             self.scopes.pop()
         self.units.leave(original_node)
         self.stack.pop()
@@ -287,6 +288,7 @@ def _bind_global(scopes: Scopes, node: cst.Global) -> None:
     scopes.current.globals.update(n.name.value for n in node.names)
 
 
+_SCOPED = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 _BINDERS: dict[type[cst.CSTNode], Callable[[Scopes, Any], None]] = {
     cst.Import: lambda s, n: s.bind_import(n),
     cst.ImportFrom: lambda s, n: s.bind_import(n),

@@ -33,6 +33,7 @@ from ._noqa import drop_stale_e402
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
 from ._trace import StatementLines, Trace, alignment, trace_of, traced
+from ._walk import walk
 
 __all__ = ["PRECHECKS", "active_codes", "python_codes", "transform_source"]
 
@@ -203,7 +204,7 @@ def _statement_spans(module: cst.Module, analyzer: Analyzer) -> list[tuple[int, 
                 spans.append((rng.start.line, rng.end.line))
             return False
 
-    module.visit(_Lines())
+    walk(module, _Lines())
     return spans
 
 
@@ -239,7 +240,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analyzer = Analyzer(path, wrapper, source, options, active, tree)
     try:
-        module.visit(analyzer)
+        walk(module, analyzer)
     except RecursionError:
         return FileResult(path=path, error="cannot analyse: too deeply nested"), None
     table = _comment_suppressions(source)

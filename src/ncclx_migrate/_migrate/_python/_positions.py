@@ -19,13 +19,17 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from ._walk import Kinds
+
 __all__ = ["Units"]
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_is_statement = Kinds(*_STATEMENTS)
 # Nodes no rule asks the position of (about half of a tree): not recorded, to save memory (one
 # asked for anyway falls back to the whole module).
 _TRIVIA = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
            cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen, cst.AssignEqual, cst.Colon)
+_is_trivia = Kinds(*_TRIVIA)
 
 
 class _Computed:
@@ -50,9 +54,9 @@ class Units:
 
     # --- during the walk: which unit holds each node ---
     def enter(self, node: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> None:
-        if isinstance(node, _STATEMENTS) and len(stack) >= 2:
+        if _is_statement(node) and len(stack) >= 2:
             parent = stack[-2]
-            if isinstance(parent, cst.Module):
+            if type(parent) is cst.Module:
                 self._outer[id(node)] = None
                 self._stack.append((node, ()))
             elif (isinstance(parent, cst.IndentedBlock) and len(stack) >= 3 and isinstance(stack[-3], cst.ClassDef)
@@ -60,7 +64,7 @@ class Units:
                 indent = parent.indent if parent.indent is not None else self.module.default_indent
                 self._outer[id(node)] = stack[-3]
                 self._stack.append((node, (*self._stack[-1][1], indent)))
-        if self._stack and not isinstance(node, _TRIVIA):
+        if self._stack and not _is_trivia(node):
             self._owner[node] = self._stack[-1]
 
     def leave(self, node: cst.CSTNode) -> None:

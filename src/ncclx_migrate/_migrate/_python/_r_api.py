@@ -11,6 +11,7 @@ from .._model import FixKind
 from ._bindings import shim_import
 from ._ctx import Analyzer, Edit, ImportSpec, Pending, on
 from ._edits import blank_head, extend_literal, replace_with
+from ._walk import walk
 from ._wrap import statement_expr, wrap_edit
 
 __all__: list[str] = []
@@ -572,7 +573,7 @@ def _names(node: cst.CSTNode) -> list[str]:
         def visit_Name(self, n: cst.Name) -> None:
             found.append(n.value)
 
-    node.visit(_V())
+    walk(node, _V())
     return found
 
 
@@ -630,7 +631,7 @@ def _caught(h: cst.ExceptHandler) -> list[str] | None:
 @on(cst.Try, "NCX112")
 def _try(a: Analyzer, node: cst.Try) -> None:
     body = _TryBody(a)
-    node.body.visit(body)
+    walk(node.body, body)
     if not (body.init or body.bitwise):
         return
     for h in node.handlers:

@@ -16,10 +16,12 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .._lines import Alignment, align, lines_of
+from ._walk import Kinds
 
 __all__ = ["Lines", "StatementLines", "Trace", "alignment", "pair_copies", "trace_of", "traced"]
 
 STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_is_statement = Kinds(*STATEMENTS)
 # Nodes that hold statements (and are not expressions): the walk that pairs two copies of a
 # tree descends only into these.
 _HOLDERS = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
@@ -127,11 +129,11 @@ class StatementLines(CodegenState):
         return self._line
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, STATEMENTS):
+        if _is_statement(node):
             self._starts.append(self._now() + len(node.leading_lines))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, STATEMENTS):
+        if _is_statement(node):
             self.lines[id(node)] = (node, self._starts.pop(), self._now() - 1)
 
     def pop_trailing_newline(self) -> None:
