@@ -10,7 +10,7 @@ that :func:`_lines.align` joins in linear time.  No diff of the two texts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, Union, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -22,6 +22,7 @@ __all__ = ["Lines", "StatementLines", "Trace", "alignment", "pair_copies", "trac
 
 STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _is_statement = Kinds(*STATEMENTS)
+_Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]  # noqa: UP007
 # Nodes that hold statements (and are not expressions): the walk that pairs two copies of a
 # tree descends only into these.
 _HOLDERS = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
@@ -130,7 +131,7 @@ class StatementLines(CodegenState):
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if _is_statement(node):
-            self._starts.append(self._now() + len(node.leading_lines))
+            self._starts.append(self._now() + len(cast(_Statement, node).leading_lines))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if _is_statement(node):

@@ -88,7 +88,7 @@ class Kinds:
     ABCs, whose isinstance goes through ``ABCMeta.__instancecheck__`` (about 1 us), which the
     hooks of a walk would pay at every node."""
 
-    __slots__ = ("classes", "_memo")
+    __slots__ = ("_memo", "classes")
 
     def __init__(self, *classes: type) -> None:
         self.classes = classes
