@@ -27,6 +27,11 @@ collect_ignore = ["fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Every pass the codemod makes over a tree a fix built is checked against a pass over the fixed
+# text parsed again (_python/_engine.py): in-process runs of the tests only (before any import
+# of the engine).
+os.environ["NCCLX_CHECK_REPARSE"] = "1"
+
 
 def ncclx_exe(python: str | None = None) -> str:
     """The installed `ncclx` console script next to ``python`` (default: this interpreter)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, Union
 
 import libcst as cst
@@ -74,11 +74,15 @@ class Analyzer(cst.CSTVisitor):
         self.units = Units(self.module, source, tree)  # positions per statement, as they are asked for
         self.scopes = Scopes(self.module)
         self.order = 0  # visit counter: "comes before" without computing positions
-        self.options = options
+        # The rules see no fix mode: the same findings serve a report's fixed points with and
+        # without --unsafe-fixes, except where a rule asks (unsafe_fixes_on)
+        self.options = replace(options, apply_safe=False, apply_unsafe=False)
+        self._apply_unsafe = options.apply_unsafe
         self.pending: list[Pending] = []
         self.stack: list[cst.CSTNode] = []
         self.finishers: list[Callable[[], None]] = []
         self.facts: dict[str, Any] = {}  # per-file scratch space shared between rules
+        self.depends_on_mode = False  # a rule asked unsafe_fixes_on
         self._handlers: dict[type[cst.CSTNode], list[Handler]] = {}
         for node_type, entries in HANDLERS.items():
             fns = [fn for codes, fn in entries if not codes or any(c in active for c in codes)]
@@ -105,6 +109,12 @@ class Analyzer(cst.CSTVisitor):
             self.scopes.pop()
         self.units.leave(original_node)
         self.stack.pop()
+
+    def unsafe_fixes_on(self) -> bool:
+        """Does this run apply unsafe fixes (--unsafe-fixes)?  A rule that reports otherwise
+        then asks: its findings hold only for runs in the same mode."""
+        self.depends_on_mode = True
+        return self._apply_unsafe
 
     def finish(self) -> None:
         for fn in self.finishers:

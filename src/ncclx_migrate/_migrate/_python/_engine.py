@@ -7,7 +7,9 @@ dropped and the file reported as an error, which would be a bug in a rule).
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import os
 import re
 import tokenize
 from collections.abc import Callable, Sequence
@@ -167,14 +169,55 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
     labels it fixable as ``--write`` would apply it.  Findings left point into the fixed
     text (in a report, or with ``options.positions_as_given``, into ``source``).
     """
-    def one_pass(text: str, opts: Options, verify: bool) -> tuple[FileResult, Alignment | None]:
-        return _one_pass(text, path, opts, precheck, verify)
-
-    result = fixed_point(source, options, one_pass)
+    passes = _Passes(path, precheck, report=not (options.apply_safe or options.apply_unsafe))
+    result = fixed_point(source, options, passes.one)
     if result.new_text is not None:  # an E402 noqa comment the fixes made unneeded (same lines)
         text = drop_stale_e402(source, result.new_text)
         result.new_text = None if text == source else text
     return result
+
+
+class _Passes:
+    """The passes of one file's fixed point.  What a pass fixes is parsed from the tree the
+    fix built (no second libcst parse of the fixed text: Python's own parser still checks it),
+    and a report's two fixed points (what --write does, and with --unsafe-fixes) share the
+    analysis of the text as given where no rule answered differently for the two."""
+
+    def __init__(self, path: str, precheck: bool, report: bool) -> None:
+        self.path = path
+        self.precheck = precheck
+        self.report = report
+        self.built: tuple[str, cst.Module] | None = None  # the last fix's code and its tree
+        self.first: tuple[str, _Analysis] | None = None  # the text as given, analysed
+
+    def one(self, text: str, options: Options, verify: bool) -> tuple[FileResult, Alignment | None]:
+        built = self.built[1] if self.built is not None and self.built[0] == text else None
+        self.built = None
+        done = self.first[1] if self.first is not None and self.first[0] == text and not verify else None
+        if built is not None and _REPARSE_CHECK:
+            _same_as_parsed(text, self.path, options, self.precheck, built)
+        if done is None or (done.analyzer.depends_on_mode and done.options.apply_unsafe != options.apply_unsafe):
+            analysed = _analyse(text, self.path, options, self.precheck, verify, built)
+            if isinstance(analysed, FileResult):
+                return analysed, None
+            done = analysed
+            # kept for the report's second fixed point (from --unsafe-fixes), which only a
+            # report with an unsafe fix computes
+            keep = self.report and not verify and any(p.finding.fix is FixKind.UNSAFE for p in done.kept)
+            self.first = (text, done) if keep else None
+        result, moved, module = _outcome(done, options)
+        if module is not None and result.new_text is not None:
+            self.built = (result.new_text, module)
+        return result, moved
+
+
+class _Analysis:
+    """The rules' findings on one text, before any fix is chosen."""
+
+    def __init__(self, analyzer: Analyzer, kept: list[Pending], options: Options) -> None:
+        self.analyzer = analyzer
+        self.kept = kept
+        self.options = options
 
 
 def _comment_suppressions(source: str) -> dict[int, frozenset[str]]:
@@ -215,34 +258,38 @@ def active_codes(source: str, options: Options) -> set[str]:
     return _prechecked(source, active) | (active & _GPU_CODES if picks_by_helper(source, options) else set())
 
 
-def _one_pass(source: str, path: str, options: Options, precheck: bool,
-              verify: bool = False) -> tuple[FileResult, Alignment | None]:
-    """One pass of the rules over ``source``, with the wanted fixes applied: the result, and
-    the lines of ``source`` against its ``new_text``.  ``verify``: ``source`` is a fix's
-    output, parsed even when no rule's text test matches (it must parse)."""
+def _analyse(source: str, path: str, options: Options, precheck: bool, verify: bool = False,
+             built: cst.Module | None = None) -> _Analysis | FileResult:
+    """The rules over ``source`` (``built``: its tree, as a fix built it); a FileResult when
+    there is nothing to fix (no rule can fire, or ``source`` does not parse).  ``verify``:
+    ``source`` is a fix's output, parsed even when no rule's text test matches (it must
+    parse)."""
     if precheck:
         active = active_codes(source, options)
     else:
         active = {c for c in python_codes() if is_selected(c, options)}
     if not active and not verify:
-        return FileResult(path=path), None
+        return FileResult(path=path)
     deep, tree = checked_ast(source)  # libcst's parser would overflow its stack (a segfault)
     if deep is not None:
-        return FileResult(path=path, error=deep), None
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return FileResult(path=path, error=parse_error(source, exc)), None
-    except (RecursionError, MemoryError):
-        return FileResult(path=path, error="cannot parse: too deeply nested"), None
+        return FileResult(path=path, error=deep)
+    if built is not None:
+        module = built
+    else:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            return FileResult(path=path, error=parse_error(source, exc))
+        except (RecursionError, MemoryError):
+            return FileResult(path=path, error="cannot parse: too deeply nested")
     if not active:
-        return FileResult(path=path), None
+        return FileResult(path=path)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analyzer = Analyzer(path, wrapper, source, options, active, tree)
     try:
         walk(module, analyzer)
     except RecursionError:
-        return FileResult(path=path, error="cannot analyse: too deeply nested"), None
+        return FileResult(path=path, error="cannot analyse: too deeply nested")
     table = _comment_suppressions(source)
     spans = _statement_spans(module, analyzer) if table and analyzer.pending else []
     kept: list[Pending] = []
@@ -255,16 +302,57 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
     kept.sort(key=lambda p: (p.finding.line, p.finding.column, p.finding.code))
     drop_clashing_fixes(analyzer, kept)  # in every mode: the label is what --write applies
     bound_fixes(kept, options)
-    result = FileResult(path=path, findings=[p.finding for p in kept])
-    wanted = [p for p in kept if p.edits and options.wants_fix(p.finding.fix)]
-    moved = None
-    if wanted:
-        new_text, moved = _apply(analyzer, wanted)
-        if new_text != source:
-            result.new_text = new_text
-            for p in wanted:
-                p.finding.applied = True
+    return _Analysis(analyzer, kept, options)
+
+
+def _outcome(done: _Analysis, options: Options) -> tuple[FileResult, Alignment | None, cst.Module | None]:
+    """The findings of ``done`` with the fixes ``options`` wants applied: the result, the lines
+    of the text against the fixed one, and the fixed tree.  Each call gets findings of its own
+    (a fixed point moves and marks them)."""
+    path = done.analyzer.path
+    findings = [dataclasses.replace(p.finding) for p in done.kept]
+    result = FileResult(path=path, findings=findings)
+    wanted = [(p, f) for p, f in zip(done.kept, findings, strict=True) if p.edits and options.wants_fix(f.fix)]
+    if not wanted:
+        return result, None, None
+    new_text, moved, module = _apply(done.analyzer, [p for p, _ in wanted])
+    if new_text == done.analyzer.source:
+        return result, moved, None
+    result.new_text = new_text
+    for _, f in wanted:
+        f.applied = True
+    return result, moved, module
+
+
+def _one_pass(source: str, path: str, options: Options, precheck: bool,
+              verify: bool = False) -> tuple[FileResult, Alignment | None]:
+    """One pass of the rules over ``source``, parsed from its text, with the wanted fixes
+    applied: the result, and the lines of ``source`` against its ``new_text``."""
+    done = _analyse(source, path, options, precheck, verify)
+    if isinstance(done, FileResult):
+        return done, None
+    result, moved, _ = _outcome(done, options)
     return result, moved
+
+
+# NCCLX_CHECK_REPARSE=1 (the test suite sets it): every pass over a tree a fix built is checked
+# against a pass over the same text parsed afresh, which must find and fix the same.
+_REPARSE_CHECK = os.environ.get("NCCLX_CHECK_REPARSE") == "1"
+
+
+def _same_as_parsed(source: str, path: str, options: Options, precheck: bool, built: cst.Module) -> None:
+    def seen(done: _Analysis | FileResult) -> tuple[object, ...]:
+        if isinstance(done, FileResult):
+            return (done.error, [])
+        result, _, _ = _outcome(done, options)
+        return (result.error, [(f.line, f.column, f.code, f.fix, f.message, f.detail) for f in result.findings],
+                result.new_text)
+
+    parsed = seen(_analyse(source, path, options, precheck, True))
+    ours = seen(_analyse(source, path, options, precheck, True, built))
+    if parsed != ours:
+        raise AssertionError(f"{path}: a pass over the tree a fix built differs from one over its text parsed "
+                             f"again:\n{ours}\n!=\n{parsed}")
 
 
 # Comments that are instructions, not explanations: a notebook's cell marker, ncclx's own,
@@ -512,8 +600,9 @@ def _no_blank_start(module: cst.Module, trace: Trace) -> cst.Module:
     return module.with_changes(body=[new, *module.body[1:]])
 
 
-def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment]:
-    """The fixed code, and its lines against the source's (from what the transforms changed)."""
+def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment, cst.Module]:
+    """The fixed code, its lines against the source's (from what the transforms changed), and
+    its tree."""
     edits: dict[int, list[Edit]] = {}
     imports: list[ImportSpec] = []
     unused: list[ImportSpec] = []
@@ -552,9 +641,10 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment]:
         traces.append(trace_of(add))
     last: Trace = {}
     traces.append(last)
-    code, lines = StatementLines.of(_no_blank_start(new, last))
-    # (the next pass parses ``code``: a fix that does not parse is caught there)
-    return code, alignment(analyzer.source, analyzer.module, code, lines, traces)
+    new = _no_blank_start(new, last)
+    code, lines = StatementLines.of(new)
+    # (the next pass checks that ``code`` parses: a fix that does not is caught there)
+    return code, alignment(analyzer.source, analyzer.module, code, lines, traces), new
 
 
 _ = (FixKind, re)  # re-exported types used by callers' annotations

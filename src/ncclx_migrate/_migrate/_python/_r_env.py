@@ -417,7 +417,7 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
             a.report(site.node, code, f"{row.name} is deprecated and redundant here: remove it",
                      FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if o.apply_unsafe and row.unsafe_fix is Fix.RENAME and drop:
+    if row.unsafe_fix is Fix.RENAME and drop and a.unsafe_fixes_on():
         if rep is None:
             a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
             return
