@@ -65,7 +65,8 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
 
         if precheck and not may_match(text):
             return FileResult(path)
-        return scan_cpp(path, text, options)
+        # A report computes the fixed point too: a fix can copy code with a finding of its own.
+        return fixed_point(text, options, lambda t, opts, verify: scan_cpp(path, t, opts))
     if kind == "notebook":
         from ._notebook import scan_notebook
 

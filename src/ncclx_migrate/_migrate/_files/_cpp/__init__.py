@@ -11,11 +11,17 @@ are nodes, never matches), in layers that import only downwards:
 - :mod:`._rules`: the findings (:class:`._rules.Hit`);
 - :mod:`._fix`: the unsafe rewrites of the findings that have one;
 - :mod:`._result`: views merged, suppressions, selection and the edits applied.
+
+:func:`scan_cpp` is one pass; the scanner applies it to the fixed point (``_fixpoint``), as for
+every other kind: a fix copies code (the ``if`` for nccl2's class repeats the body, with any
+``"nccl"`` compare in it) that the next pass fixes too.
 """
 
 from __future__ import annotations
 
+from ..._lines import Alignment, line_map_edits
 from ..._model import FileResult, Options
+from .._text import Edit
 from ._fix import add_fixes
 from ._index import Scan, may_match
 from ._result import file_result, merge_views
@@ -25,7 +31,15 @@ from ._views import arm_views, conditionals
 __all__ = ["may_match", "scan_cpp"]
 
 
-def scan_cpp(path: str, text: str, options: Options) -> FileResult:
+def scan_cpp(path: str, text: str, options: Options) -> tuple[FileResult, Alignment | None]:
+    """One pass over ``text``: its findings, the fixed text, and the lines of ``text`` against it."""
+    result, edits = _scan(path, text, options)
+    if result.new_text is None:
+        return result, None
+    return result, line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
+
+
+def _scan(path: str, text: str, options: Options) -> tuple[FileResult, list[Edit]]:
     scan = Scan(path, text, options)
     bad = unreadable(scan)
     if not bad:
