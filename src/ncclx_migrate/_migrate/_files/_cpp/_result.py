@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..._model import FileResult, Finding, FixKind, is_selected
+from ..._model import FileResult, Finding, FixKind, Options, is_selected
 from ..._suppress import IGNORE, codes_in
 from .._text import Edit, LineIndex, apply_edits
 from ._fix import include_edit
@@ -105,10 +105,13 @@ def _under(h: Hit, condition: str) -> None:
         h.message = f"{h.message} (one #if arm)"
 
 
-def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) -> tuple[FileResult, list[Edit]]:
-    """The result of the views ``scans`` (the first places the include blocks), and the edits
-    (sorted) that make its new text."""
+def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None,
+                options: Options | None = None) -> tuple[FileResult, list[Edit]]:
+    """The result of the views ``scans`` (the first places the include blocks) under
+    ``options`` (by default the scan's: which codes, which fixes), and the edits (sorted) that
+    make its new text."""
     scan = scans[0]
+    options = options or scan.options
     if not hits:
         return FileResult(scan.path, error=error), []
     index = LineIndex(scan.src.text)
@@ -120,7 +123,7 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
     taken: list[Edit] = []
     includes: list[str] = []
     for hit in sorted(hits, key=lambda h: (h.offset, h.code)):
-        if not is_selected(hit.code, scan.options):
+        if not is_selected(hit.code, options):
             continue
         offset = scan.src.char(hit.offset)
         row, col = index.position(offset)
@@ -129,7 +132,7 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
             continue
         applied = False
         # An edit overlapping one taken waits for the next pass of the fixed point (_fixpoint).
-        if error is None and hit.edits and scan.options.wants_fix(hit.fix) \
+        if error is None and hit.edits and options.wants_fix(hit.fix) \
                 and not any(_overlaps(e, t) for e in hit.edits for t in taken):
             taken.extend(hit.edits)
             applied = True
