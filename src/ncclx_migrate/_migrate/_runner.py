@@ -452,7 +452,7 @@ def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tu
             return None
 
     def shimmed(path: str, body: str) -> bool:
-        new = scan_cpp(path, body, options).new_text
+        new = scan_cpp(path, body, options)[0].new_text  # one pass decides: a later one adds no shim
         return new is not None and "<ncclx/compat.h>" in new and "<ncclx/compat.h>" not in body
 
     return shim_builds(files, text, shimmed)
