@@ -21,6 +21,7 @@ from .._model import Finding, FixKind, Options
 from ._names import dist_member
 from ._positions import Units
 from ._scope import Scope, Scopes
+from ._trace import Lines
 
 __all__ = ["HANDLERS", "Analyzer", "Edit", "ImportSpec", "Pending", "Rule", "on"]
 
@@ -83,6 +84,8 @@ class Analyzer(cst.CSTVisitor):
         self.finishers: list[Callable[[], None]] = []
         self.facts: dict[str, Any] = {}  # per-file scratch space shared between rules
         self.depends_on_mode = False  # a rule asked unsafe_fixes_on
+        # id(statement) -> (statement, first line, last line), once a fix needs them (_trace)
+        self.lines: Lines | None = None
         self._handlers: dict[type[cst.CSTNode], list[Handler]] = {}
         for node_type, entries in HANDLERS.items():
             fns = [fn for codes, fn in entries if not codes or any(c in active for c in codes)]

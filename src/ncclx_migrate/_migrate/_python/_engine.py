@@ -34,7 +34,7 @@ from ._edits import blank_head
 from ._noqa import drop_stale_e402
 from ._r_backend import picks_by_helper
 from ._r_env import ENV_PRECHECK
-from ._trace import StatementLines, Trace, alignment, trace_of, traced
+from ._trace import Lines, StatementLines, Trace, alignment, trace_of, traced
 from ._walk import walk
 
 __all__ = ["PRECHECKS", "active_codes", "python_codes", "transform_source"]
@@ -177,6 +177,10 @@ def transform_source(source: str, path: str, options: Options, *, precheck: bool
     return result
 
 
+# A tree a fix built, with the first and last line of each of its statements (_trace.Lines)
+Built = tuple[cst.Module, Lines]
+
+
 class _Passes:
     """The passes of one file's fixed point.  What a pass fixes is parsed from the tree the
     fix built (no second libcst parse of the fixed text: Python's own parser still checks it),
@@ -187,7 +191,7 @@ class _Passes:
         self.path = path
         self.precheck = precheck
         self.report = report
-        self.built: tuple[str, cst.Module] | None = None  # the last fix's code and its tree
+        self.built: tuple[str, Built] | None = None  # the last fix's code, its tree and lines
         self.first: tuple[str, _Analysis] | None = None  # the text as given, analysed
 
     def one(self, text: str, options: Options, verify: bool) -> tuple[FileResult, Alignment | None]:
@@ -203,8 +207,9 @@ class _Passes:
             done = analysed
             # kept for the report's second fixed point (from --unsafe-fixes), which only a
             # report with an unsafe fix computes
-            keep = self.report and not verify and any(p.finding.fix is FixKind.UNSAFE for p in done.kept)
-            self.first = (text, done) if keep else None
+            if not verify:
+                keep = self.report and any(p.finding.fix is FixKind.UNSAFE for p in done.kept)
+                self.first = (text, done) if keep else None
         result, moved, module = _outcome(done, options)
         if module is not None and result.new_text is not None:
             self.built = (result.new_text, module)
@@ -259,7 +264,7 @@ def active_codes(source: str, options: Options) -> set[str]:
 
 
 def _analyse(source: str, path: str, options: Options, precheck: bool, verify: bool = False,
-             built: cst.Module | None = None) -> _Analysis | FileResult:
+             built: Built | None = None) -> _Analysis | FileResult:
     """The rules over ``source`` (``built``: its tree, as a fix built it); a FileResult when
     there is nothing to fix (no rule can fire, or ``source`` does not parse).  ``verify``:
     ``source`` is a fix's output, parsed even when no rule's text test matches (it must
@@ -274,7 +279,7 @@ def _analyse(source: str, path: str, options: Options, precheck: bool, verify: b
     if deep is not None:
         return FileResult(path=path, error=deep)
     if built is not None:
-        module = built
+        module = built[0]
     else:
         try:
             module = cst.parse_module(source)
@@ -286,6 +291,8 @@ def _analyse(source: str, path: str, options: Options, precheck: bool, verify: b
         return FileResult(path=path)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analyzer = Analyzer(path, wrapper, source, options, active, tree)
+    if built is not None:
+        analyzer.lines = built[1]
     try:
         walk(module, analyzer)
     except RecursionError:
@@ -305,7 +312,7 @@ def _analyse(source: str, path: str, options: Options, precheck: bool, verify: b
     return _Analysis(analyzer, kept, options)
 
 
-def _outcome(done: _Analysis, options: Options) -> tuple[FileResult, Alignment | None, cst.Module | None]:
+def _outcome(done: _Analysis, options: Options) -> tuple[FileResult, Alignment | None, Built | None]:
     """The findings of ``done`` with the fixes ``options`` wants applied: the result, the lines
     of the text against the fixed one, and the fixed tree.  Each call gets findings of its own
     (a fixed point moves and marks them)."""
@@ -340,7 +347,7 @@ def _one_pass(source: str, path: str, options: Options, precheck: bool,
 _REPARSE_CHECK = os.environ.get("NCCLX_CHECK_REPARSE") == "1"
 
 
-def _same_as_parsed(source: str, path: str, options: Options, precheck: bool, built: cst.Module) -> None:
+def _same_as_parsed(source: str, path: str, options: Options, precheck: bool, built: Built) -> None:
     def seen(done: _Analysis | FileResult) -> tuple[object, ...]:
         if isinstance(done, FileResult):
             return (done.error, [])
@@ -600,9 +607,9 @@ def _no_blank_start(module: cst.Module, trace: Trace) -> cst.Module:
     return module.with_changes(body=[new, *module.body[1:]])
 
 
-def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment, cst.Module]:
+def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment, Built]:
     """The fixed code, its lines against the source's (from what the transforms changed), and
-    its tree."""
+    its tree with its statements' lines."""
     edits: dict[int, list[Edit]] = {}
     imports: list[ImportSpec] = []
     unused: list[ImportSpec] = []
@@ -643,8 +650,10 @@ def _apply(analyzer: Analyzer, wanted: list[Pending]) -> tuple[str, Alignment, c
     traces.append(last)
     new = _no_blank_start(new, last)
     code, lines = StatementLines.of(new)
+    if analyzer.lines is None:  # (a tree a fix built has them from that fix's code generation)
+        analyzer.lines = StatementLines.of(analyzer.module)[1]
     # (the next pass checks that ``code`` parses: a fix that does not is caught there)
-    return code, alignment(analyzer.source, analyzer.module, code, lines, traces), new
+    return code, alignment(analyzer.source, analyzer.lines, code, lines, traces), (new, lines)
 
 
 _ = (FixKind, re)  # re-exported types used by callers' annotations

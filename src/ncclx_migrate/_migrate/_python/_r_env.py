@@ -417,7 +417,8 @@ def _other(a: Analyzer, site: _Site, row: EnvVar, set_names: set[str], alone: bo
             a.report(site.node, code, f"{row.name} is deprecated and redundant here: remove it",
                      FixKind.UNSAFE, site.removal, detail=detail)
         return
-    if row.unsafe_fix is Fix.RENAME and drop and a.unsafe_fixes_on():
+    # (only these two report otherwise under --unsafe-fixes; every other row, the same)
+    if row.unsafe_fix is Fix.RENAME and drop and (rep is None or site.key is not None) and a.unsafe_fixes_on():
         if rep is None:
             a.report(site.node, code, msg, FixKind.UNSAFE, site.removal, detail=detail)
             return

@@ -174,9 +174,8 @@ def _blocks(final: Lines, before: Lines, traces: Sequence[Trace]) -> Iterator[tu
             yield of, ol, nf, nl, False
 
 
-def alignment(source: str, before: cst.Module, code: str, after_lines: Lines, traces: Sequence[Trace]) -> Alignment:
-    """The lines of ``source`` (the code of ``before``) against ``code`` (that of ``after``,
-    whose statements' lines are ``after_lines``), through the transforms' ``traces``."""
-    _, before_lines = StatementLines.of(before)
+def alignment(source: str, before_lines: Lines, code: str, after_lines: Lines, traces: Sequence[Trace]) -> Alignment:
+    """The lines of ``source`` (whose statements' lines are ``before_lines``) against ``code``
+    (whose statements' lines are ``after_lines``), through the transforms' ``traces``."""
     blocks = list(_blocks(after_lines, before_lines, traces))
     return align(lines_of(source), lines_of(code), blocks)
