@@ -22,7 +22,24 @@ from ._result import file_result, merge_views
 from ._rules import Hit, Unreadable, hits, unreadable
 from ._views import arm_views, conditionals
 
-__all__ = ["may_match", "scan_cpp"]
+__all__ = ["may_match", "read_trees", "scan_cpp"]
+
+
+def read_trees(scan: Scan) -> list[Scan]:
+    """Every tree :func:`scan_cpp` reads a file through (``scan``: the file's own)."""
+    bad = unreadable(scan)
+    return [scan, *_view_scans(scan, bad)] if bad else [scan]
+
+
+def _view_scans(scan: Scan, bad: list[Unreadable]) -> list[Scan]:
+    """The scans a file's findings come from when ``bad`` (its :func:`unreadable` regions)
+    is not empty: the arms of the conditionals around them read one view at a time (what is
+    still unreadable then is an error, the rest is scanned); ``[scan]`` when no conditional
+    is around them."""
+    groups = [g for g in conditionals(scan.parsed, scan.root)
+              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
+    text = scan.src.text
+    return [Scan(scan.path, text, scan.options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
 
 
 def scan_cpp(path: str, text: str, options: Options) -> FileResult:
@@ -32,11 +49,7 @@ def scan_cpp(path: str, text: str, options: Options) -> FileResult:
         found = list(hits(scan))
         add_fixes(scan, found)
         return file_result([scan], found)
-    # Some region holding a finding could not be read: read the arms of the conditionals in
-    # it one view at a time.  What is still unreadable then is an error, the rest is scanned.
-    groups = [g for g in conditionals(scan.parsed, scan.root)
-              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
-    scans = [Scan(path, text, options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
+    scans = _view_scans(scan, bad)
     found_in: list[list[Hit]] = []
     bad_in: list[list[Unreadable]] = []
     for s in scans:
