@@ -27,7 +27,24 @@ from ._result import file_result, merge_views
 from ._rules import Hit, Unreadable, hits, unreadable
 from ._views import arm_views, conditionals
 
-__all__ = ["Found", "may_match", "scan_cpp"]
+__all__ = ["Found", "may_match", "read_trees", "scan_cpp"]
+
+
+def read_trees(scan: Scan) -> list[Scan]:
+    """Every tree :func:`scan_cpp` reads a file through (``scan``: the file's own)."""
+    bad = unreadable(scan)
+    return [scan, *_view_scans(scan, bad)] if bad else [scan]
+
+
+def _view_scans(scan: Scan, bad: list[Unreadable]) -> list[Scan]:
+    """The scans a file's findings come from when ``bad`` (its :func:`unreadable` regions)
+    is not empty: the arms of the conditionals around them read one view at a time (what is
+    still unreadable then is an error, the rest is scanned); ``[scan]`` when no conditional
+    is around them."""
+    groups = [g for g in conditionals(scan.parsed, scan.root)
+              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
+    text = scan.src.text
+    return [Scan(scan.path, text, scan.options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
 
 
 # The views of one text and their hits (with fixes), and the error if some region is unreadable
@@ -57,11 +74,7 @@ def _found(path: str, text: str, options: Options) -> Found:
         found = list(hits(scan))
         add_fixes(scan, found)
         return [scan], found, None
-    # Some region holding a finding could not be read: read the arms of the conditionals in
-    # it one view at a time.  What is still unreadable then is an error, the rest is scanned.
-    groups = [g for g in conditionals(scan.parsed, scan.root)
-              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
-    scans = [Scan(path, text, options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
+    scans = _view_scans(scan, bad)
     found_in: list[list[Hit]] = []
     bad_in: list[list[Unreadable]] = []
     for s in scans:
