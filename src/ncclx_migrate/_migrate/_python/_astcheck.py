@@ -27,6 +27,7 @@ from ._names import backend_parts
 __all__ = ["ast_active"]
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_LEAVES = frozenset({ast.Name, ast.Load, ast.Store, ast.Del})  # not pushed: nothing in them is looked at
 _PICKERS = frozenset({"set_device", "set_device_index", "set_device_idx"})  # (_r_backend._PICKER_NAMES)
 _CAUGHT = frozenset({"ValueError", "RuntimeError"})  # what an NCX112 handler names
 _BITWISE = frozenset({"BAND", "BOR", "BXOR"})
@@ -138,7 +139,6 @@ def _walk(tree: ast.Module, source: str) -> _Facts:
     f.defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     docs: set[int] = set()  # ids of the values of expression statements
     elems: set[int] = set()  # ids of the elements of tuples, lists and sets of several
-    pieces: set[int] = set()  # ids of f-string text
     slices: set[int] = set()  # ids of subscript slices (a tuple there is no libcst Tuple)
     withs: set[int] = set()
     todo: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, False)]
@@ -196,9 +196,6 @@ def _walk(tree: ast.Module, source: str) -> _Facts:
         elif t is ast.Subscript:
             assert isinstance(node, ast.Subscript)
             slices.add(id(node.slice))
-        elif t is ast.JoinedStr:
-            assert isinstance(node, ast.JoinedStr)
-            pieces.update(id(v) for v in node.values)
         elif t in (ast.With, ast.AsyncWith):
             assert isinstance(node, (ast.With, ast.AsyncWith))
             withs.update(id(item.context_expr) for item in node.items)
@@ -227,7 +224,7 @@ def _walk(tree: ast.Module, source: str) -> _Facts:
             todo.extend((child, fn, in_try or catches) for child in node.body)
             continue
         inner = node if t in _FUNCS else fn
-        todo.extend((child, inner, in_try) for child in ast.iter_child_nodes(node))
+        todo.extend((child, inner, in_try) for child in ast.iter_child_nodes(node) if type(child) not in _LEAVES)
     return f
 
 
