@@ -112,13 +112,16 @@ def test_odd_paths_are_one_line_errors_and_the_run_goes_on(tmp_path: Path) -> No
     (tmp_path / "loop.py").symlink_to("loop.py")
     (tmp_path / "a.py").symlink_to("b.py")
     (tmp_path / "b.py").symlink_to("a.py")
+    (tmp_path / "gone.py").symlink_to("moved/away.py")  # dangling, and a name we scan
+    (tmp_path / "steps").symlink_to("../recipes/steps")  # dangling, a folder as likely as a file
     for fmt in ("json", "text"):
         proc = run_bounded("migrate", "--format", fmt, ".", cwd=tmp_path)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
     errs = _errors(run_bounded("migrate", "--write", "--format", "json", ".", cwd=tmp_path))
-    assert set(errs) == {"caf\\xe9.py", "loop.py", "a.py", "b.py"}
+    assert set(errs) == {"caf\\xe9.py", "loop.py", "a.py", "b.py", "gone.py"}
     assert "not UTF-8" in errs["caf\\xe9.py"]
+    assert "No such file" in errs["gone.py"]
     assert "symlink loop" in errs["loop.py"]
     assert (tmp_path / "m00.py").read_text() == FIXED  # the rest is still done
     assert (tmp_path / os.fsdecode(b"caf\xe9.py")).read_text() == REDUNDANT

@@ -114,25 +114,51 @@ def test_no_project_root_no_cache_and_no_cache_flag(tmp_path: Path) -> None:
     assert not (root / ".ncclx_cache").exists() and _pack(tmp_path / "env")
 
 
-@pytest.mark.slow
-def test_editing_a_cpp_factory_invalidates_the_file_that_casts_its_groups(tmp_path: Path) -> None:
-    """A cast of a pool's own groups (src/reduce.cpp) is cleared by what src/pool.cpp fills
-    the pool with: when the pool is filled from a caller instead, the warm run reports it."""
-    root = tmp_path / "p"
+def _own_groups_elsewhere(root: Path) -> Path:
+    """The cpp_multi case whose pool (src/pool.cpp) fills itself with groups it builds, copied
+    under ``root`` as a project; its pool file."""
     case = FIXTURES / "cpp_multi" / "own_groups_elsewhere"
     for src in case.rglob("*.in.*"):
         dst = root / src.relative_to(case).parent / src.name.replace(".in.", ".")
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
     (root / ".git").mkdir()
+    return root / "src" / "pool.cpp"
+
+
+_BUILT = "groups_[mesh] = newGroup(store_, rankIn(mesh), sizeOf(mesh));"
+_ADOPTED = "groups_[mesh] = adopted_.at(mesh);"
+
+
+@pytest.mark.slow
+def test_editing_a_cpp_factory_invalidates_the_file_that_casts_its_groups(tmp_path: Path) -> None:
+    """A cast of a pool's own groups (src/reduce.cpp) is cleared by what src/pool.cpp fills
+    the pool with: when the pool is filled from a caller instead, the warm run reports it."""
+    root = tmp_path / "p"
+    pool = _own_groups_elsewhere(root)
     cold = run_ncclx("migrate", "--format", "json", ".", cwd=root)
     lines = [f["line"] for f in json.loads(cold.stdout)["findings"] if f["path"] == "src/reduce.cpp"]
     assert lines == [18]  # the caller-handed group only
     kept = _pack(root / ".ncclx_cache")["src/reduce.cpp"]
     assert ["cpp_returns", "own:GroupPool::groupFor"] in [f[:2] for f in kept["facts"]]  # type: ignore[union-attr]
-    pool = root / "src" / "pool.cpp"
-    pool.write_text(pool.read_text().replace("newGroup(store_, rankIn(mesh), sizeOf(mesh))", "adopted_.at(mesh)"))
+    pool.write_text(pool.read_text().replace(_BUILT, _ADOPTED))
     warm = run_ncclx("migrate", "--format", "json", ".", cwd=root)
     _same(warm, run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
     lines = [f["line"] for f in json.loads(warm.stdout)["findings"] if f["path"] == "src/reduce.cpp"]
     assert lines == [9, 11, 18]  # the pool's groups may now be nccl2's: the cast and _reduce_oop
+
+
+@pytest.mark.slow
+def test_a_cpp_factory_that_starts_building_its_groups_clears_the_cached_casts(tmp_path: Path) -> None:
+    """The other way round: kept while no function of the project returned its own groups
+    (src/reduce.cpp then never looked at what its pool holds), a result must not survive the
+    edit that makes src/pool.cpp build them."""
+    root = tmp_path / "p"
+    pool = _own_groups_elsewhere(root)
+    pool.write_text(pool.read_text().replace(_BUILT, _ADOPTED))
+    cold = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    assert [f["line"] for f in json.loads(cold.stdout)["findings"] if f["path"] == "src/reduce.cpp"] == [9, 11, 18]
+    pool.write_text(pool.read_text().replace(_ADOPTED, _BUILT))
+    warm = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    _same(warm, run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
+    assert [f["line"] for f in json.loads(warm.stdout)["findings"] if f["path"] == "src/reduce.cpp"] == [18]

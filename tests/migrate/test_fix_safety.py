@@ -24,8 +24,8 @@ from ncclx_migrate._migrate._files import scan
 from ncclx_migrate._migrate._model import FileResult, FixKind, Options
 from ncclx_migrate._migrate._python import transform_source
 
+from ..migrate_files._cases import SHIM_KINDS, read
 from ..migrate_files._cases import cases as file_cases
-from ..migrate_files._cases import read
 from .test_fixtures import CASES, FIXTURES, options_for
 
 _Key = tuple[int, int, str]
@@ -58,6 +58,8 @@ FILE_CASES = file_cases()
 
 @pytest.mark.parametrize("case", FILE_CASES, ids=[c.id for c in FILE_CASES])
 def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-untyped-def]
+    """Also where a later pass of the fixed point fixes what an earlier fix made (C++:
+    cpp/fixed_point), and with --use-shim, whose C++ rewrites differ."""
     text = read(case.input)
 
     def run(options: Options) -> FileResult:
@@ -66,6 +68,8 @@ def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-un
         return result
 
     _check_labels(run, Options())
+    if case.kind in SHIM_KINDS:
+        _check_labels(run, Options(use_shim=True))
 
 
 _IPYTHON_LINE = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*=\s*)?[!%]|\s*\?")  # `!cmd`, `%magic`, `x = !cmd`, `?`

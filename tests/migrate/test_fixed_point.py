@@ -8,6 +8,7 @@ one run leaves nothing it could fix; here: what the user reads about it.
 from __future__ import annotations
 
 import difflib
+import json
 import random
 import shutil
 from pathlib import Path
@@ -75,3 +76,25 @@ def test_lines_between_edits_map_as_a_diff_would() -> None:
             if n not in touched and n in want and old.split("\n")[n - 1] != "":
                 got = moved.forward(n)
                 assert new.split("\n")[got - 1] == old.split("\n")[n - 1], (old, edits, n, got)
+
+
+CPP = FIXTURES.parent / "files" / "cpp"
+
+
+@pytest.mark.slow
+def test_one_cpp_write_finishes_the_job(tmp_path: Path) -> None:
+    """C++ too: the `if` the NCX301 fix adds for nccl2's class repeats the body's "nccl"
+    compare, and the same --write fixes the copy (the report labels it, at the line after the
+    `if` it follows); a second --write finds nothing to do."""
+    target = tmp_path / "comm.cpp"
+    shutil.copy(CPP / "fixed_point.in.cpp", target)
+    report = json.loads(run_ncclx("migrate", "--format", "json", "comm.cpp", cwd=tmp_path).stdout)
+    later = [(f["line"], f["code"], f["fix"]) for f in report["findings"] if "same run" in f["detail"]]
+    assert later == [(13, "NCX304", "unsafe"), (25, "NCX304", "unsafe")]
+    proc = run_ncclx("migrate", "--write", "--unsafe-fixes", "comm.cpp", cwd=tmp_path)
+    assert "Found 6 findings in 1 file (6 fixed, 0 left)." in proc.stdout, proc.stdout
+    assert "again" not in proc.stdout + proc.stderr
+    assert target.read_text(encoding="utf-8") == (CPP / "fixed_point.unsafe.cpp").read_text(encoding="utf-8")
+    again = run_ncclx("migrate", "--write", "--unsafe-fixes", "comm.cpp", cwd=tmp_path)
+    assert again.returncode == 0 and "fixed" not in again.stdout and "again" not in again.stdout, again.stdout
+    assert target.read_text(encoding="utf-8") == (CPP / "fixed_point.unsafe.cpp").read_text(encoding="utf-8")

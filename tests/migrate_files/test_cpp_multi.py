@@ -11,6 +11,7 @@ unchanged).  A run over each file alone must find no more than the run over the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from ncclx_migrate._migrate._model import Options
 from ncclx_migrate._migrate._runner import Mode, RunReport, run
+from tests.conftest import run_ncclx
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cpp_multi"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -79,3 +81,22 @@ def test_cpp_multi_fixture(case: str, tmp_path: Path) -> None:
     for p in files:
         alone = run([str(p)], Options(), Mode(), jobs=1)
         assert {(o.result.path, f.line, f.code) for o in alone.outcomes for f in o.result.findings} <= together
+
+
+def test_a_run_over_one_file_reads_the_binding_in_another_file_of_its_project(tmp_path: Path) -> None:
+    """A pre-commit hook passes only the changed file: the binding file of its project is read
+    (not scanned), and the legacy parameters of the functions it binds are still NCX305, each
+    with the place of its binding; the file passed is the only one that declares them."""
+    case = FIXTURES / "bound_elsewhere" / "src"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")  # the project root
+    for name in ("comm", "bind"):
+        shutil.copyfile(case / f"{name}.in.cpp", tmp_path / "src" / f"{name}.cpp")
+    proc = run_ncclx("migrate", "--no-cache", "--target-torch", "2.15", "--format", "json", "src/comm.cpp",
+                     cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    found = [(f["path"], f["line"], f["detail"].split(". ")[0]) for f in json.loads(proc.stdout)["findings"]
+             if f["code"] == "NCX305"]
+    bind = tmp_path.resolve() / "src" / "bind.cpp"  # (a file read as context is named by its full path)
+    assert found == [("src/comm.cpp", 7, f"Bound to Python at {bind}:7"),
+                     ("src/comm.cpp", 15, f"Bound to Python at {bind}:9")]

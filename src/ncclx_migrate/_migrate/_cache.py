@@ -105,6 +105,8 @@ def answer(kind: str, key: str, options: Options) -> object:
     if kind in ("cpp_bound", "cpp_shim_builds"):  # the C++ pre-pass: what the project binds, builds
         return [list(pair) for pair in getattr(options, kind)]
     if kind == "cpp_returns":  # the C++ pre-pass: what one function returns (None: unknown)
+        if key == "own":  # which functions of the project return its own groups (_values._calls_own)
+            return sorted(k for k, v in options.cpp_returns if v and k.startswith("own:"))
         return dict(options.cpp_returns).get(key)
     if kind == "module":
         return module_name(key)

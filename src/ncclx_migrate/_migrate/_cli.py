@@ -284,7 +284,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
     if name != "-":  # an editor's buffer: labelled as in a run over its project (_scope.py)
         context = context_files([name])
         if context:
-            options = with_project(options, mode, context, given=(name, raw))
+            options = with_project(options, mode, context, given=(name, raw), scanned=(name,))
     result = process_text(kind_path, text, options) or FileResult(display)
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "

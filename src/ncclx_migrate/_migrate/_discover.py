@@ -179,8 +179,9 @@ def discover(roots: Iterable[str], exclude: Iterable[str] = (),
                         except ValueError:
                             continue  # link out of the root
                         linked[rel] = target
-                except FileNotFoundError:
-                    pass  # a dangling link: reported when it cannot be read
+                except FileNotFoundError:  # a dangling link: an error where a scanner claims its name
+                    if not _claimed_name(name):
+                        continue  # (fairseq's kaldi `steps -> ../../wsj/s5/steps`: a folder elsewhere)
                 except OSError as exc:
                     error(rel, _why(exc))
                     continue

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import tokenize
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -342,14 +342,15 @@ def suppression_warnings(text: str, path: str = "") -> list[str]:
 
 
 def with_project(options: Options, mode: Mode, files: Iterable[str],
-                 given: tuple[str, bytes] | None = None, cache: Cache | None = None) -> Options:
+                 given: tuple[str, bytes] | None = None, cache: Cache | None = None,
+                 scanned: Collection[str] | None = None) -> Options:
     """``options`` with the cross-file facts of ``files`` (and of ``given``: a path and the
     bytes it holds, from stdin): the names several files set (_shared), the project's own
     helpers (_xref) and the functions its C++ files bind to Python (_cpp/_bindings).  One read
     of each file, only what a scanner may read: a kind known by name, or no suffix (a script
     with a #!), read as the scan reads it (regular files, within the size limit).  With
     ``cache``, a file unchanged since it was kept is not read again (its C++ bindings are:
-    the cache keeps no parse)."""
+    the cache keeps no parse).  ``scanned``: the files the run scans (None: all of them)."""
     from ._shared import shared_names
     from ._xref import Indexer
 
@@ -365,7 +366,7 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
         if raw is not None:
             index.add(f, raw)
             if cpp is not None:
-                cpp.add(f, raw)
+                cpp.add(f, raw, scanned is None or f in scanned)
         return raw
 
     candidates = [f for f in paths if _claims(f) or "." not in os.path.basename(f)]
@@ -374,7 +375,7 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
         for f in candidates if cpp is not None else []:
             raw = read(f) if _is_cpp(f) else None
             if raw is not None and cpp is not None:
-                cpp.add(f, raw)
+                cpp.add(f, raw, scanned is None or f in scanned)
     else:
         names = shared_names(candidates, read_and_index)
     return dataclasses.replace(options, shared_names=names, helpers=index.build(read),
@@ -401,7 +402,7 @@ def run(
     # on how many files were passed, _scope.py).
     context = context_files(files, walked, exclude)
     if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
-        options = with_project(options, mode, [*files, *context], cache=cache)
+        options = with_project(options, mode, [*files, *context], cache=cache, scanned=set(files))
         if options.use_shim and options.apply_unsafe and _cpp_project(files) is not None:
             options = dataclasses.replace(options, cpp_shim_builds=_cpp_shim_builds(files, options, mode))
     report = RunReport()
@@ -434,9 +435,10 @@ def _cpp_project(files: list[str]) -> Project | None:
     """The C++ pre-pass (:class:`._files._cpp._bindings.Project`) when the run has C++ files."""
     if not any(_is_cpp(f) for f in files):
         return None
+    from ._files._cpp import read_trees
     from ._files._cpp._bindings import Project
 
-    return Project.new()
+    return Project.new(read_trees)
 
 
 def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tuple[str, str], ...]:
@@ -452,7 +454,7 @@ def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tu
             return None
 
     def shimmed(path: str, body: str) -> bool:
-        new = scan_cpp(path, body, options).new_text
+        new = scan_cpp(path, body, options)[0].new_text  # one pass decides: a later one adds no shim
         return new is not None and "<ncclx/compat.h>" in new and "<ncclx/compat.h>" not in body
 
     return shim_builds(files, text, shimmed)

@@ -30,12 +30,21 @@ def is_project_root(d: Path) -> bool:
         return False
 
 
-def project_root(start: str | Path) -> Path | None:
-    """The nearest folder at or above ``start`` (a file: its folder) that is a project root."""
+def project_root(start: str | Path, seen: dict[Path, bool] | None = None) -> Path | None:
+    """The nearest folder at or above ``start`` (a file: its folder) that is a project root;
+    ``seen``: the folders already tested (one run's many folders share their parents)."""
     here = Path(start).resolve()
     if not here.is_dir():
         here = here.parent
-    return next((d for d in (here, *here.parents) if is_project_root(d)), None)
+    for d in (here, *here.parents):
+        root = seen.get(d) if seen is not None else None
+        if root is None:
+            root = is_project_root(d)
+            if seen is not None:
+                seen[d] = root
+        if root:
+            return d
+    return None
 
 
 def context_files(files: Iterable[str], walked: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[str]:
@@ -45,16 +54,30 @@ def context_files(files: Iterable[str], walked: Iterable[str] = (), exclude: Ite
     from ._discover import discover
 
     files = list(files)
-    given = {os.path.realpath(f) for f in files}
     covered = [Path(p).resolve() for p in walked if os.path.isdir(p)]
     roots: dict[str, Path | None] = {}
+    seen: dict[Path, bool] = {}
     for f in files:
         folder = os.path.dirname(os.path.abspath(f))
         if folder not in roots:
-            roots[folder] = project_root(folder)
+            roots[folder] = project_root(folder, seen)
     out: list[str] = []
+    given: set[str] | None = None
+    real_folders: dict[str, str] = {}
+
+    def real(p: str) -> str:  # os.path.realpath(p), resolving each folder once
+        folder, name = os.path.split(p)
+        folder = folder or "."
+        if os.path.islink(p):
+            return os.path.realpath(p)
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder)
+        return os.path.join(real_folders[folder], name)
+
     for root in sorted({r for r in roots.values() if r is not None}):
         if any(root == w or w in root.parents for w in covered):
             continue
-        out.extend(p for p in discover([str(root)], exclude, []) if os.path.realpath(p) not in given)
+        if given is None:
+            given = {real(f) for f in files}
+        out.extend(p for p in discover([str(root)], exclude, []) if real(p) not in given)
     return out

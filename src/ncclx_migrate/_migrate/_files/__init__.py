@@ -61,11 +61,13 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
     if kind is None:
         return None
     if kind == "cpp":
-        from ._cpp import may_match, scan_cpp
+        from ._cpp import Found, may_match, scan_cpp
 
         if precheck and not may_match(text):
             return FileResult(path)
-        return scan_cpp(path, text, options)
+        # A report computes the fixed point too: a fix can copy code with a finding of its own.
+        memo: dict[str, Found] = {}
+        return fixed_point(text, options, lambda t, opts, verify: scan_cpp(path, t, opts, memo))
     if kind == "notebook":
         from ._notebook import scan_notebook
 

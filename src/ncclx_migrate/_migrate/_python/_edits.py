@@ -53,9 +53,11 @@ def append_kwarg(
 
     A multi-line call gets it on its own line, indented like its siblings, with the closing
     bracket where it was and a trailing comma where the call uses one (comments stay on
-    their lines).  A one-line call that would outgrow the project's line length is split
-    as black splits it: the arguments on one indented line if they fit, else one per line
-    with a trailing comma."""
+    their lines); in one whose arguments share the line after its bracket (black's layout
+    when they fit there) it joins that line, or they go one per line when it outgrows it.
+    A one-line call that would outgrow the project's line length is split as black splits
+    it: the arguments on one indented line if they fit, else one per line with a trailing
+    comma."""
     new = cst.Arg(value=value, keyword=cst.Name(name),
                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
     return [(call, lambda u: _append(a, call, u, new))]
@@ -155,6 +157,15 @@ def _shares_line(a: Analyzer, call: cst.Call) -> bool:
     return first.start.line == last.end.line
 
 
+def _hugged(call: cst.Call) -> bool:
+    """Whether ``call``'s arguments share the line after its bracket (a comment may follow
+    the last one)."""
+    *head, last = call.args
+    code = cst.Module([]).code_for_node
+    return not any("\n" in code(arg) or "#" in code(arg) for arg in head) and "\n" not in code(
+        last.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")))
+
+
 def _body_too_long(a: Analyzer, node: cst.Call | cst.Dict, column: int) -> bool:
     """Whether the items of ``node``, all on one line from ``column``, pass the line length."""
     bare = [it.with_changes(comma=cst.MaybeSentinel.DEFAULT) for it in _items(node)]
@@ -217,6 +228,9 @@ def _append(a: Analyzer, original: _Seq, updated: _Seq, new: Any) -> _Seq:
     opener = _open_ws(updated)
     if sep is None and isinstance(opener, cst.ParenthesizedWhitespace):
         sep = opener
+    if (items and sep is opener and not sep.empty_lines and isinstance(original, cst.Call)
+            and isinstance(updated, cst.Call) and _hugged(original)):
+        return _append_hugged(a, original, updated, new, sep)
     if items and sep is not None:  # multi-line: the new item on its own line
         close = _close_ws(updated)
         last = items[-1]
@@ -251,6 +265,34 @@ def _append(a: Analyzer, original: _Seq, updated: _Seq, new: Any) -> _Seq:
         items = [new]
     joined = _with_items(updated, items)
     return _fit(a, original, joined)
+
+
+def _append_hugged(a: Analyzer, original: cst.Call, updated: cst.Call, new: cst.Arg,
+                   opener: cst.ParenthesizedWhitespace) -> cst.Call:
+    """``new`` added to black's ``f(\n    a, b\n)``: on that line when it fits, else one argument
+    per line (as when a trailing comma or a comment ends the line: the comment stays with the
+    argument it follows, one after the bracket stays there)."""
+    items = list(updated.args)
+    close = _close_ws(updated)
+    comment = close.first_line if isinstance(close, cst.ParenthesizedWhitespace) else None
+    joined = [it.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                              whitespace_after_arg=cst.SimpleWhitespace("")) for it in items]
+    out = _with_close(updated, [*joined, new], close)
+    magic = isinstance(items[-1].comma, cst.Comma)
+    if not (magic or (comment is not None and comment.comment)
+            or _body_too_long(a, out, a.pos(original.args[0]).start.column)):
+        return out
+    out = _explode(a, original, out)
+    args = list(out.args)
+    kept = args[len(items) - 1]
+    if comment is not None and isinstance(kept.comma, cst.Comma) and isinstance(
+            kept.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        args[len(items) - 1] = kept.with_changes(comma=kept.comma.with_changes(
+            whitespace_after=kept.comma.whitespace_after.with_changes(first_line=comment)))
+    opened = out.whitespace_before_args
+    if isinstance(opened, cst.ParenthesizedWhitespace):
+        opened = opened.with_changes(first_line=opener.first_line)
+    return out.with_changes(args=args, whitespace_before_args=opened)
 
 
 def _too_long(a: Analyzer, original: _Seq, new: Any) -> bool:

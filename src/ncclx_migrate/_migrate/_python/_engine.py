@@ -27,6 +27,7 @@ from .._rules import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
+from ._astcheck import ast_active
 from ._bindings import Edited, bound_name, drop_clashing_fixes, reads, unused_after
 from ._bounds import bound_fixes
 from ._ctx import Analyzer, Edit, EditResult, ImportSpec, Pending
@@ -278,6 +279,10 @@ def _analyse(source: str, path: str, options: Options, precheck: bool, verify: b
     deep, tree = checked_ast(source)  # libcst's parser would overflow its stack (a segfault)
     if deep is not None:
         return FileResult(path=path, error=deep)
+    if precheck and active and tree is not None:  # the text tests' hits, checked on the tree (_astcheck)
+        active = ast_active(tree, source, active, options)
+        if not active and not verify:
+            return FileResult(path=path)
     if built is not None:
         module = built[0]
     else:

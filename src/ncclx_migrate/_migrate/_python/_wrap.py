@@ -10,7 +10,8 @@ here gives the statement the shape black gives it, in black's order of preferenc
    to the literal's opening bracket fits): ``if x in (`` ... ``):  # comment``;
 2. else, in ``if``/``elif``/``while``/``return``/``x = ...``, the expression goes between
    parentheses, on one line if it fits there, else one ``and``/``or`` operand per line
-   with the operator leading, and an operand that is still too long split before its
+   with the operator leading (a conditional expression: its value, ``if ...`` and
+   ``else ...`` on a line each), and an operand that is still too long split before its
    comparison operator.
 
 Anything else (an expression that already spans lines or has its own parentheses, code
@@ -107,7 +108,7 @@ def _lay_out(u: cst.BaseExpression, prefix: str, suffix: str, indent: str, limit
         split = u.deep_replace(lit, _explode_literal(lit, indent))
         if head <= limit and isinstance(split, cst.BaseExpression) and _fits(prefix, split, suffix, limit):
             return split
-    if parens and isinstance(u, cst.BooleanOperation):
+    if parens and isinstance(u, (cst.BooleanOperation, cst.IfExp)):
         wrapped = _parenthesize(u, indent, limit)
         if wrapped is not None and _fits(prefix, wrapped, suffix, limit):
             return wrapped
@@ -146,14 +147,17 @@ def _explode_literal(lit: Lit, indent: str) -> Lit:
 
 
 def _chain(e: cst.BaseExpression, lead: str = "") -> list[tuple[str, cst.BaseExpression]]:
-    """(what leads its line: "", "and " or "or ", operand) for the operands of ``e``."""
+    """(what leads its line: "", "and ", "or ", "if " or "else ", operand) for the operands of
+    ``e``: a conditional expression's value, test and alternative, or a boolean chain's operands."""
+    if isinstance(e, cst.IfExp) and not e.lpar and not lead:
+        return [("", e.body), ("if ", e.test), ("else ", e.orelse)]
     if isinstance(e, cst.BooleanOperation) and not e.lpar:
         op = "and " if isinstance(e.operator, cst.And) else "or "
         return [*_chain(e.left, lead), *_chain(e.right, op)]
     return [(lead, e)]
 
 
-def _parenthesize(u: cst.BooleanOperation, indent: str, limit: int) -> cst.BaseExpression | None:
+def _parenthesize(u: cst.BooleanOperation | cst.IfExp, indent: str, limit: int) -> cst.BaseExpression | None:
     """``u`` between parentheses on lines of its own: on one line if it fits, else one
     operand per line, the operator leading; None where a line would still be too long."""
     inner = indent + "    "
@@ -177,6 +181,8 @@ def _parenthesize(u: cst.BooleanOperation, indent: str, limit: int) -> cst.BaseE
 
 
 def _split_ops(e: cst.BaseExpression, down: cst.ParenthesizedWhitespace) -> cst.BaseExpression:
+    if isinstance(e, cst.IfExp) and not e.lpar:
+        return e.with_changes(whitespace_before_if=down, whitespace_before_else=down)
     if isinstance(e, cst.BooleanOperation) and not e.lpar:
         return e.with_changes(left=_split_ops(e.left, down), right=_split_ops(e.right, down),
                               operator=e.operator.with_changes(whitespace_before=down))

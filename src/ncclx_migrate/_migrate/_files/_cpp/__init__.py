@@ -11,10 +11,15 @@ are nodes, never matches), in layers that import only downwards:
 - :mod:`._rules`: the findings (:class:`._rules.Hit`);
 - :mod:`._fix`: the unsafe rewrites of the findings that have one;
 - :mod:`._result`: views merged, suppressions, selection and the edits applied.
+
+:func:`scan_cpp` is one pass; the scanner applies it to the fixed point (``_fixpoint``), as for
+every other kind: a fix copies code (the ``if`` for nccl2's class repeats the body, with any
+``"nccl"`` compare in it) that the next pass fixes too.
 """
 
 from __future__ import annotations
 
+from ..._lines import Alignment, line_map_edits
 from ..._model import FileResult, Options
 from ._fix import add_fixes
 from ._index import Scan, may_match
@@ -22,21 +27,54 @@ from ._result import file_result, merge_views
 from ._rules import Hit, Unreadable, hits, unreadable
 from ._views import arm_views, conditionals
 
-__all__ = ["may_match", "scan_cpp"]
+__all__ = ["Found", "may_match", "read_trees", "scan_cpp"]
 
 
-def scan_cpp(path: str, text: str, options: Options) -> FileResult:
+def read_trees(scan: Scan) -> list[Scan]:
+    """Every tree :func:`scan_cpp` reads a file through (``scan``: the file's own)."""
+    bad = unreadable(scan)
+    return [scan, *_view_scans(scan, bad)] if bad else [scan]
+
+
+def _view_scans(scan: Scan, bad: list[Unreadable]) -> list[Scan]:
+    """The scans a file's findings come from when ``bad`` (its :func:`unreadable` regions)
+    is not empty: the arms of the conditionals around them read one view at a time (what is
+    still unreadable then is an error, the rest is scanned); ``[scan]`` when no conditional
+    is around them."""
+    groups = [g for g in conditionals(scan.parsed, scan.root)
+              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
+    text = scan.src.text
+    return [Scan(scan.path, text, scan.options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
+
+
+# The views of one text and their hits (with fixes), and the error if some region is unreadable
+Found = tuple[list[Scan], list[Hit], str | None]
+
+
+def scan_cpp(path: str, text: str, options: Options,
+             memo: dict[str, Found] | None = None) -> tuple[FileResult, Alignment | None]:
+    """One pass over ``text``: its findings, the fixed text, and the lines of ``text`` against it.
+    ``memo``: the hits of the texts the passes of one fixed point read (which fixes a pass
+    applies depends on its options, the hits do not: a report reads the file as given twice)."""
+    found = memo.get(text) if memo is not None else None
+    if found is None:
+        found = _found(path, text, options)
+        if memo is not None:
+            memo[text] = found
+    result, edits = file_result(*found, options=options)
+    if result.new_text is None:
+        return result, None
+    return result, line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
+
+
+def _found(path: str, text: str, options: Options) -> Found:
     scan = Scan(path, text, options)
     bad = unreadable(scan)
     if not bad:
         found = list(hits(scan))
         add_fixes(scan, found)
-        return file_result([scan], found)
-    # Some region holding a finding could not be read: read the arms of the conditionals in
-    # it one view at a time.  What is still unreadable then is an error, the rest is scanned.
-    groups = [g for g in conditionals(scan.parsed, scan.root)
-              if len([a for a in g.arms if not a.dead]) > 1 and any(g.start < u.end and u.start < g.end for u in bad)]
-    scans = [Scan(path, text, options, v) for v in arm_views(scan.src.data, groups)] if groups else [scan]
+        return [scan], found, None
+    scans = _view_scans(scan, bad)
     found_in: list[list[Hit]] = []
     bad_in: list[list[Unreadable]] = []
     for s in scans:
@@ -46,4 +84,4 @@ def scan_cpp(path: str, text: str, options: Options) -> FileResult:
         found_in.append(got)
         bad_in.append(b)
     errors = sorted((u for b in bad_in for u in b), key=lambda u: (u.line, u.column))
-    return file_result(scans, merge_views(scans, found_in, bad_in), errors[0].message() if errors else None)
+    return scans, merge_views(scans, found_in, bad_in), errors[0].message() if errors else None

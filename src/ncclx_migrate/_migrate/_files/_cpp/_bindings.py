@@ -9,9 +9,10 @@ carry the parameter types that pybind11 checks, so both count.
 
 Real projects declare a function in a header, define it in one ``.cpp`` and bind it in
 another, whose text may never name ``ProcessGroupNCCL``.  The runner's pre-pass therefore
-reads every file that binds (:class:`Project`), and each file's scan gets the names the
-project binds, with where (``Options.cpp_bound``).  Names are matched unqualified, as the
-compiler's overload set would gather them.
+reads every file that binds a function some file declares with a legacy parameter
+(:class:`Project`), and each file's scan gets those names, with where they are bound
+(``Options.cpp_bound``).  Names are matched unqualified, as the compiler's overload set
+would gather them.
 
 The same pre-pass reads every file that names ``ProcessGroup`` or ``Backend`` for what its
 functions return (:meth:`._values.Values.facts`): a function is declared to return a
@@ -23,9 +24,10 @@ whose objects such code relies on.
 
 from __future__ import annotations
 
+import codecs
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -37,13 +39,14 @@ from ._values import callee_name
 
 __all__ = ["BINDS", "Binding", "Project", "binding_calls", "function_declarators", "may_bind"]
 
-BINDS = re.compile(rb"PYBIND11_MODULE|pybind11|py::|TORCH_LIBRARY")
+# what a file that binds spells (bytes.find each: a regex alternation costs ~10x more)
+BINDS = (b"pybind11", b"py::", b"PYBIND11_MODULE", b"TORCH_LIBRARY")
 _PY_BIND = ("def", "def_static", "impl")
 _CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
 
 
 def may_bind(data: bytes) -> bool:
-    return BINDS.search(data) is not None
+    return any(word in data for word in BINDS)
 
 
 @dataclass
@@ -130,48 +133,117 @@ def function_declarators(root: Node, nodes: dict[str, list[Node]]) -> dict[str, 
     return out
 
 
-@dataclass(frozen=True)
-class Project:
-    """The runner's pre-pass: ``add`` each file read, then ``bound()`` and ``returns()``."""
+@dataclass
+class _Binds:
+    """A file that binds, in the order read: the bindings' (target, "path:line"), or its
+    text while they are not read yet (a file that may name no function worth reading)."""
 
-    sites: dict[str, str]  # function name -> "path:line" of a binding
-    answers: dict[str, dict[str, bool]]  # path -> its answers ("pg:KEY", "own:KEY", "fills:NAME", "called:NAME")
-    kept: dict[str, bytes]  # path -> the text of a file that answers yes to an "own"/"fills" fact
+    path: str
+    data: bytes | None
+    sites: list[tuple[str, str]]
+
+
+@dataclass
+class Project:
+    """The runner's pre-pass: ``add`` each file read, then ``bound()`` and ``returns()``.
+
+    Only what a scan can use is parsed.  A binding matters only for a function some file
+    declares with a legacy parameter (NCX305 reports nothing else), and such a file names
+    ProcessGroupNCCL: those files are parsed as they come (their functions are the
+    ``legacy`` ones), and a file that binds is parsed only if its text names one of them
+    (a bound function is named in the binding's text).  What functions return (``returns``)
+    is asked only where some file can answer yes (it names ProcessGroupNCCL, or both c10d and
+    ProcessGroup: see :meth:`returns`); until one does, the others wait unparsed."""
+
+    # the trees a file's scan reads (its own, and the views of its #if arms where a region is
+    # unreadable): the package's ``read_trees``, handed down (the views are read above this layer)
+    trees: Callable[[Scan], list[Scan]]
+    answers: dict[str, dict[str, bool]] = field(default_factory=dict)  # path -> its answers ("pg:KEY", "own:KEY", "fills:NAME", "called:NAME")
+    kept: dict[str, bytes] = field(default_factory=dict)  # path -> the text of a file that answers yes to an "own"/"fills" fact
+    legacy: set[str] = field(default_factory=set)  # functions some file declares with a legacy parameter
+    binds: list[_Binds] = field(default_factory=list)
+    waiting: list[tuple[str, bytes]] = field(default_factory=list)  # files to judge once some file can answer yes
+    answering: bool = False  # some file can answer yes
 
     @classmethod
-    def new(cls) -> Project:
-        return cls({}, {}, {})
+    def new(cls, trees: Callable[[Scan], list[Scan]]) -> Project:
+        return cls(trees)
 
-    def add(self, path: str, data: bytes) -> None:
+    def add(self, path: str, data: bytes, scanned: bool = True) -> None:
+        """Read one file of the run; ``scanned``: the run scans it (only a scanned file's
+        findings can need a binding, so only its legacy functions are looked for)."""
         # what a function returns matters where it can be a group or a backend (an override
         # of an own factory returns a c10d::Backend too)
         binds, returns = may_bind(data), b"ProcessGroup" in data or b"Backend" in data
         if not path.lower().endswith(_CPP_EXT) or not (binds or returns) or b"\0" in data[:8192]:
             return
-        if returns:
-            scan = Scan(path, data.decode("utf-8", "replace"), Options())
-            self.answers[path] = _answers(scan)
-            if any(yes for k, yes in self.answers[path].items() if k.startswith(("own:", "fills:"))):
-                self.kept[path] = data
-            root = scan.root
-        else:
-            root = parse_bytes(path, data)[0].root_node
-        if not binds:
+        entry = _Binds(path, data, []) if binds else None
+        if entry is not None:
+            self.binds.append(entry)
+        if not returns:
             return
-        calls = find(root, is_cuda(path), ("call_expression",)).get("call_expression", [])
-        for b in binding_calls(sorted(calls, key=lambda n: n.start_byte)):
-            if b.target:
-                self.sites.setdefault(b.target, f"{path}:{b.call.start_point.row + 1}")
+        if not self.answering and (b"ProcessGroupNCCL" in data or (b"c10d" in data and b"ProcessGroup" in data)):
+            self.answering = True
+            for waited, text in self.waiting:
+                self._judge(waited, text, None, False)
+            self.waiting.clear()
+        if self.answering:
+            self._judge(path, data, entry, scanned)
+        else:
+            self.waiting.append((path, data))
+
+    def _judge(self, path: str, data: bytes, entry: _Binds | None, scanned: bool) -> None:
+        """Read one file's answers (and, from its tree, its bindings and legacy functions)."""
+        text = data.decode("utf-8", "replace")
+        scan = Scan(path, text, Options())
+        self.answers[path] = _answers(scan)
+        if any(yes for k, yes in self.answers[path].items() if k.startswith(("own:", "fills:"))):
+            self.kept[path] = data
+        if scanned and b"ProcessGroupNCCL" in data:  # (a waiting file names no ProcessGroupNCCL)
+            self._declares(scan, data, text)
+        if entry is not None:
+            entry.sites, entry.data = _sites(path, scan.root), None
+
+    def _declares(self, scan: Scan, data: bytes, text: str) -> None:
+        """Add the functions the file declares with a legacy parameter, in every tree its own
+        scan reads (its text decoded as the scan decodes it; the views of its ``#if`` arms
+        where a region is unreadable), as NCX305 looks for them (_rules._legacy_params)."""
+        try:
+            as_read = data.decode("utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8")
+        except UnicodeDecodeError:
+            return  # the scan reports the file unreadable, with no finding
+        if as_read != text:
+            scan = Scan(scan.path, as_read, Options())
+        for s in self.trees(scan):
+            functions = function_declarators(s.root, find(s.root, s.cuda, ("function_declarator",)))
+            for name, decls in functions.items():
+                if name not in self.legacy and any(_takes_legacy(s, d.child_by_field_name("parameters"))
+                                                   for d in decls):
+                    self.legacy.add(name)
 
     def bound(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted(self.sites.items()))
+        """The functions declared with a legacy parameter that some file binds, each with
+        its first binding (files in the order read)."""
+        # a binding's target is an identifier token: the name as a whole word
+        named = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(self.legacy)) + rb")\b") \
+            if self.legacy else None
+        sites: dict[str, str] = {}
+        for b in self.binds:
+            if b.data is not None and named is not None and named.search(b.data):
+                b.sites = _sites(b.path, parse_bytes(b.path, b.data)[0].root_node)
+            b.data = None
+            for name, site in b.sites:
+                if name in self.legacy:
+                    sites.setdefault(name, site)
+        return tuple(sorted(sites.items()))
 
     def returns(self) -> tuple[tuple[str, bool], ...]:
         """The facts some file answers yes to (and every container some file fills), and
         whether every file that has it agrees.  Each file was first judged alone: the files
         that answered yes to an "own" or "fills" fact are judged again with the others'
         answers (another file may fill the same member, or override the method), until the
-        answers hold."""
+        answers hold.  Where no file can answer yes, none is judged: a "no" matters only
+        against a yes, and a container's "fills" only where some object is own (_values)."""
         facts = self._merged()
         for _ in range(4):
             changed = False
@@ -196,6 +268,18 @@ class Project:
         return tuple(sorted((k, v == {True} and not (k.startswith("own:") and "::" in k
                                                     and k.rpartition("::")[2] in doubted))
                             for k, v in every.items() if True in v or k.startswith("fills:")))
+
+
+def _sites(path: str, root: Node) -> list[tuple[str, str]]:
+    """(bound function, "path:line") of each binding of a file, in order."""
+    calls = find(root, is_cuda(path), ("call_expression",)).get("call_expression", [])
+    return [(b.target, f"{path}:{b.call.start_point.row + 1}")
+            for b in binding_calls(sorted(calls, key=lambda n: n.start_byte)) if b.target]
+
+
+def _takes_legacy(scan: Scan, params: Node | None) -> bool:
+    return any((ty := p.child_by_field_name("type")) is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY
+               for p in (params.named_children if params is not None else ()))
 
 
 def _answers(scan: Scan) -> dict[str, bool]:

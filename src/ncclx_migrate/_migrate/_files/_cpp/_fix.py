@@ -30,7 +30,7 @@ from tree_sitter import Node
 from ..._crossfile import consumed
 from ..._model import FixKind
 from .._text import Edit
-from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, pure
+from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, outer_function, pure
 from ._members import LEGACY_ONLY
 from ._names import Kind, text_of
 from ._parse import walk
@@ -68,6 +68,30 @@ def add_fixes(scan: Scan, hits: list[Hit]) -> None:
             operand = _compared(hit.node)
             if operand is not None and pure(operand):
                 hit.fix, hit.edits = FixKind.UNSAFE, [scan_edit(scan, hit.node, hit.replacement)]
+    _keep_visible(scan, hits)
+
+
+_LEGACY_USES = ("NCX301", "NCX302", "NCX303")
+
+
+def _keep_visible(scan: Scan, hits: list[Hit]) -> None:
+    """Withdraw the NCX301 fixes of a function where another cast to the legacy class (or a
+    legacy-only member) gets none: the rewrite casts to nccl2's class or calls the ``ncclx::``
+    helpers, after which the function counts as handling both (``Scan.handles_nccl2``) and the
+    one left would lose its finding without being fixed."""
+    def function(h: Hit) -> int | None:
+        if h.cast is not None and h.cast.unit.macro is not None:
+            return None
+        n = scan.root.descendant_for_byte_range(h.offset, h.offset)
+        fn = outer_function(n) if n is not None else None
+        return fn.id if fn is not None else None
+
+    unfixed = {function(h) for h in hits if h.code in _LEGACY_USES and not h.edits} - {None}
+    for h in hits:
+        if h.code == "NCX301" and h.edits and function(h) in unfixed:
+            h.fix, h.edits, h.include = FixKind.NONE, [], ""
+            h.detail += (" Not rewritten: another legacy cast or member in this function has no fix, and once "
+                         "this cast handles nccl2 the function would count as handling both, hiding that one.")
 
 
 # What a self-built backend may be used for when the fix builds nccl2's class instead: a
@@ -287,6 +311,13 @@ def _if_fix(scan: Scan, cast: Cast, decl: Node) -> tuple[list[Edit], str] | None
         arg = f"{text_of(operand)}.get()" if cast.fn == "dynamic_pointer_cast" else text_of(operand)
         return ([scan_edit(scan, decl, f"ncclx::is_nccl({arg})")]
                 + [scan_edit(scan, c, f"ncclx::comm_ptr({arg})") for c in comms]), SHIM_INCLUDE
+    # The new ``if`` follows this one in its block (after the ``if`` of a braceless body it
+    # would run whatever that tested), and it copies the body: not a body that casts to the
+    # legacy class again (the copy would, where the object is nccl2's).
+    if stmt.parent is None or stmt.parent.type != "compound_statement" \
+            or any(c.node.id != cast.node.id and c.kind in (Kind.LEGACY, Kind.LEGACY_SUB)
+                   and stmt.start_byte <= c.node.start_byte < stmt.end_byte for c in scan.casts):
+        return None
     text = scan.src.text
     start, end = scan.src.char(stmt.start_byte), scan.src.char(stmt.end_byte)
     indent = text[text.rfind("\n", 0, start) + 1:start]

@@ -22,7 +22,7 @@ from ._values import Values, declarator_name, declared_type, names_process_group
 from ._views import View
 
 __all__ = ["CHECKED", "NCCL2_HEADER", "UNCHECKED", "Cast", "Scan", "Unit", "cast_operand", "declarator_name",
-           "function_of", "may_match", "pure"]
+           "function_of", "may_match", "outer_function", "pure"]
 
 CHECKED = frozenset({"dynamic_cast", "dynamic_pointer_cast", "dynamic_intrusive_pointer_cast"})
 UNCHECKED = frozenset({"static_cast", "reinterpret_cast", "static_pointer_cast", "reinterpret_pointer_cast",
@@ -134,7 +134,7 @@ class Scan:
         """The byte range of the function (or macro) holding ``n``; the file at top level."""
         if unit.macro is not None:
             return unit.macro.start_byte, unit.macro.end_byte
-        fn = _outer_function(n)
+        fn = outer_function(n)
         return (fn.start_byte, fn.end_byte) if fn is not None else (0, len(self.parsed))
 
     def self_built(self, n: Node | None) -> bool:
@@ -204,7 +204,7 @@ def cast_operand(cast: Node) -> Node | None:
     return args.named_children[0] if args is not None and len(args.named_children) == 1 else None
 
 
-def _outer_function(n: Node) -> Node | None:
+def outer_function(n: Node) -> Node | None:
     """The outermost function definition holding ``n`` (lambdas belong to their function)."""
     found = None
     p = n.parent

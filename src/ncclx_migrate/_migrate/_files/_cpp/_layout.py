@@ -15,9 +15,10 @@ import os
 
 import yaml  # type: ignore[import-untyped]  # PyYAML: a dependency of libcst
 
+from .._text import Edit, apply_edits
 from ._parse import parse_snippet, walk
 
-__all__ = ["column_limit", "fit", "fit_touched"]
+__all__ = ["column_limit", "fit", "fit_edits", "fit_touched"]
 
 _STYLE_LIMITS = {"llvm": 80, "google": 80, "chromium": 80, "mozilla": 80, "gnu": 79, "microsoft": 120, "webkit": 0}
 _PREFIX = b"void __ncclx_fit__() {\n"
@@ -101,9 +102,54 @@ def fit(line: str, limit: int) -> str:
     return "\n".join(lines)
 
 
-def fit_touched(text: str, spans: list[tuple[int, int]], limit: int) -> str:
-    """``text`` with each line that a span (of new text) touches fitted to ``limit``."""
+def fit_edits(text: str, edits: list[Edit], limit: int) -> list[Edit]:
+    """``edits`` (sorted, not overlapping) with each line of new text they write fitted to
+    ``limit``: where a line changes, the edits on the lines of ``text`` it spans become one
+    edit of those whole lines, so that the edits still say what changed (the fixed point maps
+    positions from them, _lines.line_map_edits)."""
     nl = "\r\n" if "\r\n" in text else "\n"
+    out: list[Edit] = []
+    group: list[Edit] = []
+    lo = hi = 0  # the lines of ``text`` that ``group`` touches
+
+    def flush() -> None:
+        if not group:
+            return
+        shifted = [Edit(e.start - lo, e.end - lo, e.text) for e in group]
+        seg = apply_edits(text[lo:hi], shifted)
+        fitted = fit_touched(seg, _new_spans(shifted), limit, nl)
+        out.extend(group if fitted == seg else [Edit(lo, hi, fitted)])
+
+    for e in edits:
+        start = text.rfind("\n", 0, e.start) + 1
+        if e.end > e.start and text[e.end - 1] == "\n":
+            end = e.end  # whole lines: the next one is not touched
+        else:
+            at = text.find("\n", e.end)
+            end = len(text) if at < 0 else at + 1
+        if group and start < hi:
+            hi = max(hi, end)
+        else:
+            flush()
+            group, lo, hi = [], start, end
+        group.append(e)
+    flush()
+    return out
+
+
+def _new_spans(edits: list[Edit]) -> list[tuple[int, int]]:
+    """Where each edit's text lands in the edited text."""
+    out, shift = [], 0
+    for e in edits:
+        out.append((e.start + shift, e.start + shift + len(e.text)))
+        shift += len(e.text) - (e.end - e.start)
+    return out
+
+
+def fit_touched(text: str, spans: list[tuple[int, int]], limit: int, nl: str | None = None) -> str:
+    """``text`` with each line that a span (of new text) touches fitted to ``limit``
+    (lines broken with ``nl``, by default the text's own line break)."""
+    nl = nl or ("\r\n" if "\r\n" in text else "\n")
     starts = {text.rfind("\n", 0, s) + 1 for s, e in spans}
     for s, e in spans:  # every line inside a multi-line insertion too
         at = text.find("\n", s, e)

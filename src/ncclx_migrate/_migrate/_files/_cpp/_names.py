@@ -23,9 +23,11 @@ class Kind(enum.Enum):
     LEGACY_SUB = "legacy-sub"  # a class of this file derived from it
     NCCL2 = "nccl2"  # c10d::nccl2::ProcessGroupNCCL (or its lazy wrapper)
     OTHER = "other"  # a class of this file that hides the name
+    GROUP = "group"  # c10d::ProcessGroup (a cast from one is null on every torch)
 
 
 _KNOWN = {
+    ("c10d", "ProcessGroup"): Kind.GROUP,
     ("c10d", "ProcessGroupNCCL"): Kind.LEGACY,
     ("c10d", "nccl2", "ProcessGroupNCCL"): Kind.NCCL2,
     ("c10d", "nccl2", "ProcessGroupNCCLLazy"): Kind.NCCL2,
@@ -64,7 +66,7 @@ class Resolver:
     def __init__(self, nodes: list[Node]) -> None:
         self.decls: list[_Decl] = []
         self.namespaces: list[tuple[int, int, tuple[str, ...]]] = []
-        self._names = {"ProcessGroupNCCL"}  # spellings that may name one of the classes
+        self._names = {"ProcessGroup"}  # spellings that may name one of the classes (ProcessGroupNCCL too)
         for n in nodes:
             t = n.type
             if t == "namespace_definition":

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from ..._model import FileResult, Finding, FixKind, is_selected
+from ..._model import FileResult, Finding, FixKind, Options, is_selected
 from ..._suppress import IGNORE, codes_in
 from .._text import Edit, LineIndex, apply_edits
 from ._fix import include_edit
 from ._index import Scan
-from ._layout import column_limit, fit_touched
+from ._layout import column_limit, fit_edits
 from ._names import text_of
 from ._rules import Hit, Unreadable
 from ._views import Arm
@@ -105,11 +105,15 @@ def _under(h: Hit, condition: str) -> None:
         h.message = f"{h.message} (one #if arm)"
 
 
-def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) -> FileResult:
-    """The result of the views ``scans`` (the first places the include blocks)."""
+def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None,
+                options: Options | None = None) -> tuple[FileResult, list[Edit]]:
+    """The result of the views ``scans`` (the first places the include blocks) under
+    ``options`` (by default the scan's: which codes, which fixes), and the edits (sorted) that
+    make its new text."""
     scan = scans[0]
+    options = options or scan.options
     if not hits:
-        return FileResult(scan.path, error=error)
+        return FileResult(scan.path, error=error), []
     index = LineIndex(scan.src.text)
     quiet: dict[int, frozenset[str]] = {}
     for s in scans:
@@ -119,7 +123,7 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
     taken: list[Edit] = []
     includes: list[str] = []
     for hit in sorted(hits, key=lambda h: (h.offset, h.code)):
-        if not is_selected(hit.code, scan.options):
+        if not is_selected(hit.code, options):
             continue
         offset = scan.src.char(hit.offset)
         row, col = index.position(offset)
@@ -127,7 +131,8 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
         if "*" in codes or any(hit.code.startswith(c) for c in codes):
             continue
         applied = False
-        if error is None and hit.edits and scan.options.wants_fix(hit.fix) \
+        # An edit overlapping one taken waits for the next pass of the fixed point (_fixpoint).
+        if error is None and hit.edits and options.wants_fix(hit.fix) \
                 and not any(_overlaps(e, t) for e in hit.edits for t in taken):
             taken.extend(hit.edits)
             applied = True
@@ -138,20 +143,14 @@ def file_result(scans: list[Scan], hits: list[Hit], error: str | None = None) ->
         edit = include_edit(scan, inc)
         if edit is not None:
             taken.append(edit)
+    taken.sort(key=lambda e: (e.start, e.end))
+    limit = column_limit(scan.path) if taken else None
+    if limit is not None:
+        taken = fit_edits(scan.src.text, taken, limit)
     new_text = apply_edits(scan.src.text, taken) if taken else None
-    limit = column_limit(scan.path) if new_text is not None else None
-    if new_text is not None and limit is not None:
-        new_text = fit_touched(new_text, _new_spans(taken), limit)
-    return FileResult(scan.path, findings, None if new_text == scan.src.text else new_text, error)
-
-
-def _new_spans(edits: list[Edit]) -> list[tuple[int, int]]:
-    """Where each edit's text lands in the edited text."""
-    out, shift = [], 0
-    for e in sorted(edits, key=lambda e: (e.start, e.end)):
-        out.append((e.start + shift, e.start + shift + len(e.text)))
-        shift += len(e.text) - (e.end - e.start)
-    return out
+    if new_text == scan.src.text:
+        new_text, taken = None, []
+    return FileResult(scan.path, findings, new_text, error), taken
 
 
 def _suppressions(scan: Scan) -> dict[int, frozenset[str]]:

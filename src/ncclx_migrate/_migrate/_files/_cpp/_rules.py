@@ -182,23 +182,59 @@ def _builds_both(scan: Scan, n: Node) -> bool:
 
 
 # --- NCX303: legacy-only members ---
-def _legacy_vars(scan: Scan, fn: Node) -> dict[str, int]:
-    """Variables (and parameters) of ``fn`` typed as the legacy class: name -> declared at."""
-    out: dict[str, int] = {}
+# name -> (start, end, legacy?) for each declaration of it: where it is in scope, and its class
+_Decls = dict[str, list[tuple[int, int, bool]]]
+
+
+def _legacy_vars(scan: Scan, fn: Node) -> _Decls:
+    """The variables (and parameters) of ``fn``, each declaration with its scope (its block; a
+    condition's ``if``, ``while`` or ``switch``; a ``for``'s loop; a parameter's function) and
+    whether it is typed as, or initialised from a cast to, the legacy class."""
+    out: _Decls = {}
     cast_at = {c.node.id: c for c in scan.casts if c.unit is scan.main}
     for n in walk(fn):
         if n.type not in ("declaration", "parameter_declaration", "optional_parameter_declaration"):
             continue
         ty = n.child_by_field_name("type")
         typed = ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY
+        end = _scope_end(n, fn)
         for d in n.children_by_field_name("declarator"):
-            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            value = _value_of(n, d)
             legacy = typed or (value is not None and (
                 (value.id in cast_at and cast_at[value.id].kind is Kind.LEGACY) or _const_cast_to_legacy(scan, value)))
             name = declarator_name(d)
-            if legacy and name:
-                out[name] = n.start_byte
+            if name:
+                out.setdefault(name, []).append((n.start_byte, end, legacy))
     return out
+
+
+def _value_of(decl: Node, d: Node) -> Node | None:
+    """The value declarator ``d`` of ``decl`` is initialised with (``if (auto* p = ...)``: a
+    condition's declaration holds it itself)."""
+    if d.type == "init_declarator":
+        return d.child_by_field_name("value")
+    return decl.child_by_field_name("value") if decl.parent is not None and decl.parent.type == "condition_clause" \
+        else None
+
+
+def _scope_end(decl: Node, fn: Node) -> int:
+    """Where the scope of a declaration in ``fn`` ends: its block's end, through ``#if`` arms and
+    ``case`` labels (a ``for``'s for its init); a condition's ``if``, ``while`` or ``switch``;
+    a parameter's function."""
+    p = decl.parent
+    if p is not None and p.type == "condition_clause":
+        return p.parent.end_byte if p.parent is not None else fn.end_byte
+    if decl.type != "declaration":
+        return fn.end_byte
+    while p is not None and p.type not in ("compound_statement", "for_statement", "translation_unit"):
+        p = p.parent
+    return p.end_byte if p is not None else fn.end_byte
+
+
+def _legacy_at(names: _Decls, name: str, at: int) -> bool:
+    """Is ``name`` at ``at`` a legacy variable (by the innermost declaration in scope there)?"""
+    held = [(start, legacy) for start, end, legacy in names.get(name, ()) if start < at < end]
+    return bool(held) and max(held)[1]
 
 
 def _const_cast_to_legacy(scan: Scan, n: Node) -> bool:
@@ -231,7 +267,7 @@ def _from_legacy(scan: Scan, cast: Cast, operand: Node) -> bool:
         if f is not None and f.type == "field_expression" and text_of(f.child_by_field_name("field")) == "get":
             operand = strip(f.child_by_field_name("argument") or operand)
     if operand.type == "identifier" and fn is not None:
-        return _legacy_vars(scan, fn).get(text_of(operand), 1 << 62) < operand.start_byte
+        return _legacy_at(_legacy_vars(scan, fn), text_of(operand), operand.start_byte)
     return _const_cast_to_legacy(scan, operand)
 
 
@@ -242,9 +278,9 @@ def _cast_not_from_torch(scan: Scan, arg: Node) -> bool:
     fn = function_of(arg)
     values = [arg]
     if arg.type == "identifier" and fn is not None:
-        values = [v for d in walk(fn) if d.type == "init_declarator" and d.start_byte < arg.start_byte
-                  and declarator_name(d) == text_of(arg)
-                  and (v := d.child_by_field_name("value")) is not None and v.type not in _LITERALS] or [arg]
+        values = [v for n in walk(fn) if n.type == "declaration" and n.start_byte < arg.start_byte < _scope_end(n, fn)
+                  for d in n.children_by_field_name("declarator") if declarator_name(d) == text_of(arg)
+                  and (v := _value_of(n, d)) is not None and v.type not in _LITERALS] or [arg]
     casts = {c.node.id: c for c in scan.casts}
     return all(v.id in casts and _not_from_torch(scan, casts[v.id]) for v in values)
 
@@ -254,7 +290,7 @@ _LITERALS = frozenset({"true", "false", "null", "nullptr", "number_literal"})
 
 def _members(scan: Scan) -> Iterator[Hit]:
     cast_at = {c.node.id for c in scan.casts if c.unit is scan.main and c.kind is Kind.LEGACY}
-    fns: dict[int, dict[str, int]] = {}
+    fns: dict[int, _Decls] = {}
     for n in scan.nodes["field_expression"]:
         member = text_of(n.child_by_field_name("field"))
         if member not in LEGACY_ONLY:
@@ -268,7 +304,7 @@ def _members(scan: Scan) -> Iterator[Hit]:
         legacy = arg.id in cast_at
         if not legacy and arg.type == "identifier" and fn is not None:
             names = fns.setdefault(fn.id, _legacy_vars(scan, fn))
-            legacy = names.get(text_of(arg), 1 << 62) < n.start_byte
+            legacy = _legacy_at(names, text_of(arg), n.start_byte)
         if not legacy or scan.handles_nccl2(n, scan.main) or scan.self_built(arg) or _cast_not_from_torch(scan, arg):
             continue
         field_node = n.child_by_field_name("field")

@@ -317,7 +317,10 @@ class Values:
                 key = _key(d, self._namespaces)
                 ty = parent.child_by_field_name("type")
                 if key and ty is not None:
-                    pg = bool(_PG_RETURN.match(re.sub(r"\s+", "", text_of(ty))))
+                    # spelled in full, or a name that means it where it is written (inside
+                    # ``namespace c10d``, after ``using namespace c10d;``, an alias)
+                    pg = bool(_PG_RETURN.match(re.sub(r"\s+", "", text_of(ty)))) \
+                        or self.resolver.kind_of_type(ty) is Kind.GROUP
                     self._pg[key] = self._pg.get(key, True) and pg
         return self._pg
 
