@@ -113,6 +113,17 @@ def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict
                 else:
                     fds.remove(fd)
         returncode = proc.wait(timeout=timeout)
+        # Linux moves what the command wrote last to the terminal's reading side in a kernel
+        # worker: on a busy machine the first EIO can come before it, so read again once the
+        # command is gone, until the terminal stays quiet.
+        while select.select([leader], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            got["terminal"] += chunk
     finally:
         os.close(leader)
         for p in (proc.stdout, proc.stderr):

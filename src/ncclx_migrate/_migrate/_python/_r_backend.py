@@ -495,49 +495,71 @@ def _before(a: Analyzer, f: dict[str, list[object]], init: _Init, node: cst.CSTN
                                     for c in f["calls"])
 
 
+class _Calls:
+    """The file's calls of its own functions by name (``f()``, ``self.f()``: (function the call
+    is in, name, order, node)), indexed once: the GPU-pick questions are asked for every pair
+    of a pick and an init, and a scan of every call per question made large files quadratic."""
+
+    def __init__(self, calls: list[tuple[cst.CSTNode | None, str, int, cst.CSTNode]]) -> None:
+        self.size = len(calls)
+        self.by_callee: dict[str, list[tuple[cst.CSTNode | None, str, int, cst.CSTNode]]] = {}
+        for c in calls:
+            self.by_callee.setdefault(c[1], []).append(c)
+        self._leading: dict[str, frozenset[str]] = {}
+
+    @staticmethod
+    def of(a: Analyzer, f: dict[str, list[object]]) -> _Calls:
+        index = a.facts.get("backend_calls")
+        if not isinstance(index, _Calls) or index.size != len(f["calls"]):
+            index = a.facts["backend_calls"] = _Calls([c for c in f["calls"] if isinstance(c, tuple)])
+        return index
+
+    def leading_to(self, fn: object) -> frozenset[str]:
+        """``fn``'s name and the names of the functions that lead to it (through any chain of
+        calls of this file); empty for the module."""
+        start = _fn_name(fn)
+        if start is None:
+            return frozenset()
+        seen = self._leading.get(start)
+        if seen is None:
+            found: set[str] = set()
+            todo = [start]
+            while todo:
+                n = todo.pop()
+                if n not in found:
+                    found.add(n)
+                    todo += [m for c in self.by_callee.get(n, ()) if (m := _fn_name(c[0])) is not None]
+            seen = self._leading[start] = frozenset(found)
+        return seen
+
+    def to(self, names: frozenset[str]) -> list[tuple[cst.CSTNode | None, str, int, cst.CSTNode]]:
+        """The calls of any of ``names``."""
+        return [c for n in names for c in self.by_callee.get(n, ())]
+
+
+def _fn_name(fn: object) -> str | None:
+    return fn.name.value if isinstance(fn, cst.FunctionDef) else None
+
+
 def _runs_before(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
     """A pick in another function that runs before ``init`` on a path the file shows: some
     function (or the module) makes the pick, or calls what makes it, before it runs the init
     or calls what runs it (through any chain of calls of this file, ``f()`` or ``self.f()``).
     A pick in a function that neither leads to the init's function nor is called on its way is
     no evidence for it."""
-    calls = [c for c in f["calls"] if isinstance(c, tuple)]
-
-    def name(fn: object) -> str | None:
-        return fn.name.value if isinstance(fn, cst.FunctionDef) else None
-
-    def callers(fn: object) -> set[str]:
-        """``fn``'s name and the names of the functions that lead to it."""
-        todo = [name(fn)] if name(fn) is not None else []
-        seen: set[str] = set()
-        while todo:
-            n = todo.pop()
-            if n is not None and n not in seen:
-                seen.add(n)
-                todo += [name(c[0]) for c in calls if c[1] == n]
-        return seen
-
-    to_pick, to_init = callers(pick.scope), callers(init.scope)
+    calls = _Calls.of(a, f)
     firsts: dict[int, int] = {id(pick.scope): pick.order}  # per function: when it first leads to the pick
-    for c in calls:
-        if c[1] in to_pick:
-            firsts[id(c[0])] = min(firsts.get(id(c[0]), c[2]), c[2])
-    lasts = [(id(init.scope), init.order)] + [(id(c[0]), c[2]) for c in calls if c[1] in to_init]
+    for c in calls.to(calls.leading_to(pick.scope)):
+        firsts[id(c[0])] = min(firsts.get(id(c[0]), c[2]), c[2])
+    lasts = [(id(init.scope), init.order)] + [(id(c[0]), c[2]) for c in calls.to(calls.leading_to(init.scope))]
     return any(fn in firsts and firsts[fn] < order for fn, order in lasts)
 
 
-def _runs_after(f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
+def _runs_after(a: Analyzer, f: dict[str, list[object]], pick: _SetDevice, init: _Init) -> bool:
     """A pick in a function that the init's function calls after the init (directly or through
     functions of this file): the GPU is picked only once the group exists."""
-    name = pick.scope.name.value if isinstance(pick.scope, cst.FunctionDef) else None
-    calls = [c for c in f["calls"] if isinstance(c, tuple)]
-    todo, leads = [name] if name else [], set()
-    while todo:
-        n = todo.pop()
-        if n not in leads:
-            leads.add(n)
-            todo += [c[0].name.value for c in calls if c[1] == n and isinstance(c[0], cst.FunctionDef)]
-    return any(c[0] is init.scope and c[1] in leads and c[2] > init.order for c in calls)
+    calls = _Calls.of(a, f)
+    return any(c[0] is init.scope and c[2] > init.order for c in calls.to(calls.leading_to(pick.scope)))
 
 
 _BLOCK_NODES = (cst.IndentedBlock, cst.Module)
@@ -653,7 +675,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         elsewhere = [s for s in pickers if s.scope is not init.scope and _runs_before(a, f, s, init)]
         # a pick in a function called after the init is evidence only for a group known to be NCCL
         # (accelerate's set_device() also runs after its CPU groups)
-        later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(f, s, init)]
+        later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(a, f, s, init)]
         if not (later or elsewhere):
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
