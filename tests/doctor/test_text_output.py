@@ -247,13 +247,16 @@ def test_cluster_gather_shows_how_many_ranks_it_has_on_a_terminal() -> None:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
     # Rank 1 of 2 never starts: rank 0 waits out --timeout, counting.
-    raw = on_a_terminal("doctor", "--level", "cluster", "--timeout", "3",
+    run = on_a_terminal("doctor", "--level", "cluster", "--timeout", "3",
                         env={"NO_COLOR": "1", "RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                             "MASTER_PORT": port, "PYTHONPATH": os.pathsep.join(sys.path)}).terminal
+                             "MASTER_PORT": port, "PYTHONPATH": os.pathsep.join(sys.path)})
+    raw = run.terminal
     assert "gathered 1/2 ranks" in raw
     seen = as_seen(raw)
     assert not any("gathered" in line for line in seen)
-    assert any("rank 1 did not report within 3s" in line for line in seen), "\n".join(seen)
+    # (a run whose report stopped short under a loaded test command: say how it ended)
+    assert any("rank 1 did not report within 3s" in line for line in seen), \
+        f"exit {run.returncode}, {len(raw)} bytes on the terminal, stderr: {run.stderr[-2000:]!r}\n" + "\n".join(seen)
 
 
 def test_merge_keeps_one_bullet_per_problem_when_every_node_agrees(tmp_path: Path) -> None:
