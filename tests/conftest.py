@@ -91,40 +91,41 @@ def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict
 
     proc = subprocess.Popen([ncclx_exe(), *args], stdin=subprocess.DEVNULL, stdout=to("stdout"),
                             stderr=to("stderr"), cwd=cwd, env={**base, "TERM": "xterm", **(env or {})})
-    os.close(follower)
+    # The follower stays open here until the command has exited and its output is read: once
+    # every follower is closed, Linux may answer EIO before it has moved the command's last
+    # output to the leader, which is then lost (a busy machine cut reports short).
     pipes = {p.fileno(): name for p, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")) if p}
     got = {name: b"" for name in ("terminal", "stdout", "stderr")}
     # Read every stream as it comes, so a full pipe cannot stall the command.
     fds, deadline = [leader, *pipes], time.monotonic() + timeout
+    quiet_since: float | None = None
     try:
         while fds:
-            ready, _, _ = select.select(fds, [], [], max(0.0, deadline - time.monotonic()))
+            if proc.poll() is not None and quiet_since is None:
+                quiet_since = time.monotonic()
+            if quiet_since is not None and fds == [leader] and time.monotonic() - quiet_since > 0.5:
+                break  # the command is gone, its pipes are closed and the terminal stays quiet
+            ready, _, _ = select.select(fds, [], [], min(0.1, max(0.0, deadline - time.monotonic())))
             if not ready:
-                proc.kill()
-                raise AssertionError(f"ncclx {' '.join(args)} still running after {timeout} s; "
-                                     f"the terminal so far: {got['terminal']!r}")
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    raise AssertionError(f"ncclx {' '.join(args)} still running after {timeout} s; "
+                                         f"the terminal so far: {got['terminal']!r}")
+                continue
             for fd in ready:
                 try:
                     chunk = os.read(fd, 65536)
-                except OSError:  # EIO: the command closed the terminal
+                except OSError:  # EIO: the terminal is closed
                     chunk = b""
                 if chunk:
                     got[pipes.get(fd, "terminal")] += chunk
+                    if fd == leader and quiet_since is not None:
+                        quiet_since = time.monotonic()
                 else:
                     fds.remove(fd)
         returncode = proc.wait(timeout=timeout)
-        # Linux moves what the command wrote last to the terminal's reading side in a kernel
-        # worker: on a busy machine the first EIO can come before it, so read again once the
-        # command is gone, until the terminal stays quiet.
-        while select.select([leader], [], [], 0.5)[0]:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            got["terminal"] += chunk
     finally:
+        os.close(follower)
         os.close(leader)
         for p in (proc.stdout, proc.stderr):
             if p:
