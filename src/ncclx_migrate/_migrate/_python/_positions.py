@@ -19,12 +19,11 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from ._trace import is_statement
 from ._walk import Kinds
 
 __all__ = ["Units"]
 
-_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
-_is_statement = Kinds(*_STATEMENTS)
 # Nodes no rule asks the position of (about half of a tree): not recorded, to save memory (one
 # asked for anyway falls back to the whole module).
 _TRIVIA = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
@@ -54,7 +53,7 @@ class Units:
 
     # --- during the walk: which unit holds each node ---
     def enter(self, node: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> None:
-        if _is_statement(node) and len(stack) >= 2:
+        if is_statement(node) and len(stack) >= 2:
             parent = stack[-2]
             if type(parent) is cst.Module:
                 self._outer[id(node)] = None

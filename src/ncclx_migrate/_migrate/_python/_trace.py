@@ -18,10 +18,10 @@ from libcst._nodes.internal import CodegenState
 from .._lines import Alignment, align, lines_of
 from ._walk import Kinds
 
-__all__ = ["Lines", "StatementLines", "Trace", "alignment", "pair_copies", "trace_of", "traced"]
+__all__ = ["Lines", "StatementLines", "Trace", "alignment", "is_statement", "pair_copies", "trace_of", "traced"]
 
 STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
-_is_statement = Kinds(*STATEMENTS)
+is_statement = Kinds(*STATEMENTS)  # (also the unit test of _positions)
 _Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]  # noqa: UP007
 # Nodes that hold statements (and are not expressions): the walk that pairs two copies of a
 # tree descends only into these.
@@ -130,11 +130,11 @@ class StatementLines(CodegenState):
         return self._line
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if _is_statement(node):
+        if is_statement(node):
             self._starts.append(self._now() + len(cast(_Statement, node).leading_lines))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if _is_statement(node):
+        if is_statement(node):
             self.lines[id(node)] = (node, self._starts.pop(), self._now() - 1)
 
     def pop_trailing_newline(self) -> None:
