@@ -22,6 +22,11 @@ if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 if [ -z "${NCCLX_SKIP_BOOTSTRAP:-}" ]; then
   if [ "$quick" = 1 ]; then scripts/bootstrap.sh main; else scripts/bootstrap.sh all; fi
 fi
+# Byte-code for the project's own modules, once: the suite starts hundreds of `ncclx` and
+# worker processes, and where PYTHONDONTWRITEBYTECODE is set (as on our machines) each one
+# compiled every module again (0.75 against 0.58 s for a one-file `ncclx migrate`). The
+# fixtures hold Python that must not compile.
+.venv/bin/python -m compileall -q -x '/fixtures/' src tests >/dev/null || true
 export NCCLX_TEST_PY213="$PWD/.venv-2.13/bin/python"
 export NCCLX_TEST_PY214="$PWD/.venv-2.14/bin/python"
 export NCCLX_TEST_PY_NOTORCH="$PWD/.venv-notorch/bin/python"
