@@ -76,6 +76,11 @@ class TerminalRun:
     stderr: str
 
 
+# Written on the follower once the command has exited (see on_a_terminal): an OSC string,
+# which a terminal ignores and no output of ncclx contains.
+_END_OF_OUTPUT = b"\x1b]ncclx-test-end\x07"
+
+
 def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict[str, str] | None = None,
                   cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> TerminalRun:
     """Run the real `ncclx ARGS` with the streams named in ``terminal`` ("stdout", "stderr") on a
@@ -91,20 +96,25 @@ def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict
 
     proc = subprocess.Popen([ncclx_exe(), *args], stdin=subprocess.DEVNULL, stdout=to("stdout"),
                             stderr=to("stderr"), cwd=cwd, env={**base, "TERM": "xterm", **(env or {})})
-    # The follower stays open here until the command has exited and its output is read: once
-    # every follower is closed, Linux may answer EIO before it has moved the command's last
-    # output to the leader, which is then lost (a busy machine cut reports short).
+    # The follower stays open here until the command has exited and its output is read: the
+    # kernel moves what the command wrote to the leader later, in a worker of its own, which a
+    # loaded machine can hold back for over 0.5 s (reports came back cut at 4.2 of 5.2 KB: the
+    # leader's 4 KB buffer, read, and the rest not yet moved). So, once the command has exited,
+    # a marker is written behind its output on the follower: the terminal holds all of it
+    # when the marker comes out of the leader.
     pipes = {p.fileno(): name for p, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")) if p}
     got = {name: b"" for name in ("terminal", "stdout", "stderr")}
     # Read every stream as it comes, so a full pipe cannot stall the command.
     fds, deadline = [leader, *pipes], time.monotonic() + timeout
-    quiet_since: float | None = None
+    marked = False
     try:
         while fds:
-            if proc.poll() is not None and quiet_since is None:
-                quiet_since = time.monotonic()
-            if quiet_since is not None and fds == [leader] and time.monotonic() - quiet_since > 0.5:
-                break  # the command is gone, its pipes are closed and the terminal stays quiet
+            if not marked and proc.poll() is not None:
+                os.write(follower, _END_OF_OUTPUT)
+                marked = True
+            if marked and fds == [leader] and _END_OF_OUTPUT in got["terminal"]:
+                got["terminal"] = got["terminal"].replace(_END_OF_OUTPUT, b"", 1)
+                break  # the command is gone, its pipes are closed and its output all read
             ready, _, _ = select.select(fds, [], [], min(0.1, max(0.0, deadline - time.monotonic())))
             if not ready:
                 if time.monotonic() >= deadline:
@@ -119,8 +129,6 @@ def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict
                     chunk = b""
                 if chunk:
                     got[pipes.get(fd, "terminal")] += chunk
-                    if fd == leader and quiet_since is not None:
-                        quiet_since = time.monotonic()
                 else:
                     fds.remove(fd)
         returncode = proc.wait(timeout=timeout)
