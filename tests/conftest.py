@@ -27,10 +27,6 @@ collect_ignore = ["fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Every pass the codemod makes over a tree a fix built is checked against a pass over the fixed
-# text parsed again (_python/_engine.py): in-process runs of the tests only (before any import
-# of the engine).
-os.environ["NCCLX_CHECK_REPARSE"] = "1"
 
 
 def ncclx_exe(python: str | None = None) -> str:
@@ -288,3 +284,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("tests scripts/test.sh --quick runs that cost seconds of CPU")
         for cpu, nodeid in heavy:
             terminalreporter.line(f"{cpu:6.1f} s CPU  {nodeid}: mark it `slow` or make it cheaper")
+
+
+@pytest.fixture
+def reparse_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pass the codemod makes over a tree a fix built is checked against a pass over the
+    fixed text parsed again (``NCCLX_CHECK_REPARSE=1``, _python/_engine.py). The data-only cases
+    use it (every fixture shape, each kind that holds Python): in every in-process test it cost
+    a sixth of their CPU for no shape they do not have."""
+    from ncclx_migrate._migrate._python import _engine
+
+    monkeypatch.setattr(_engine, "_REPARSE_CHECK", True)

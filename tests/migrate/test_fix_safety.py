@@ -28,6 +28,8 @@ from ..migrate_files._cases import SHIM_KINDS, read
 from ..migrate_files._cases import cases as file_cases
 from .test_fixtures import CASES, FIXTURES, options_for
 
+pytestmark = pytest.mark.usefixtures("reparse_check")  # tests/conftest.py
+
 _Key = tuple[int, int, str]
 
 

@@ -24,6 +24,8 @@ from ncclx_migrate._migrate._model import FileResult, Options
 from ncclx_migrate._migrate._python import transform_source
 from ncclx_migrate._migrate._target import parse_target
 
+pytestmark = pytest.mark.usefixtures("reparse_check")  # tests/conftest.py
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "python"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py"))
 UPDATE = os.environ.get("NCCLX_UPDATE_FIXTURES") == "1"

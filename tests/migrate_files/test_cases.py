@@ -11,6 +11,8 @@ import pytest
 
 from ._cases import REPORT, SAFE, SHIM, SHIM_KINDS, UNSAFE, Case, cases, read, render_findings, run
 
+pytestmark = pytest.mark.usefixtures("reparse_check")  # tests/conftest.py
+
 CASES = cases()
 IDS = [c.id for c in CASES]
 
