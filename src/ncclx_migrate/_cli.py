@@ -79,8 +79,10 @@ def main() -> None:
     import sys
 
     from ._exit import skip_final_gc
+    from ._streams import whole_writes
 
     skip_final_gc()
+    whole_writes()
     try:
         code = cli.main(prog_name="ncclx", standalone_mode=False)
     except click.exceptions.Abort as exc:
