@@ -92,12 +92,11 @@ def on_a_terminal(*args: str, terminal: tuple[str, ...] = ("stdout",), env: dict
 
     proc = subprocess.Popen([ncclx_exe(), *args], stdin=subprocess.DEVNULL, stdout=to("stdout"),
                             stderr=to("stderr"), cwd=cwd, env={**base, "TERM": "xterm", **(env or {})})
-    # The follower stays open here until the command has exited and its output is read: the
-    # kernel moves what the command wrote to the leader later, in a worker of its own, which a
-    # loaded machine can hold back for over 0.5 s (reports came back cut at 4.2 of 5.2 KB: the
-    # leader's 4 KB buffer, read, and the rest not yet moved). So, once the command has exited,
-    # a marker is written behind its output on the follower: the terminal holds all of it
-    # when the marker comes out of the leader.
+    # The follower stays open here until the command has exited and its output is read (with
+    # every follower closed, Linux may answer EIO before the last output reaches the leader).
+    # Once the command has exited, a marker is written behind its output on the follower: the
+    # terminal holds all of it when the marker comes out of the leader, however long a loaded
+    # machine takes to move it (no quiet period to guess).
     pipes = {p.fileno(): name for p, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")) if p}
     got = {name: b"" for name in ("terminal", "stdout", "stderr")}
     # Read every stream as it comes, so a full pipe cannot stall the command.
