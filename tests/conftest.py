@@ -28,7 +28,6 @@ collect_ignore = ["fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-
 def ncclx_exe(python: str | None = None) -> str:
     """The installed `ncclx` console script next to ``python`` (default: this interpreter)."""
     bindir = Path(python or sys.executable).parent
