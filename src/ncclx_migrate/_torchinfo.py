@@ -62,6 +62,7 @@ __all__ = [
     "registry_phase",
     "resolve_backend",
     "runtime_nccl_version",
+    "startable_backends",
     "static_torch_build",
     "torch_build",
 ]
@@ -553,6 +554,20 @@ def backend_providers() -> dict[str, list[str]]:
         dist = getattr(ep, "dist", None)
         out.setdefault(ep.name, []).append(dist.name if dist is not None else "?")
     return out
+
+
+def startable_backends(extra_paths: tuple[str, ...] = ()) -> list[str]:
+    """Backend names a fresh interpreter's ``init_process_group`` can build: torch's built-ins
+    and every ``torch.distributed.backends`` entry point, also those of distributions found in
+    ``extra_paths`` (a PYTHONPATH that only the child will have).  The one list that
+    ``ncclx doctor --backend`` and ``ncclx compare --arm`` check a name against."""
+    from ._torchfacts import BUILTIN_BACKENDS
+
+    names = {*BUILTIN_BACKENDS, *(ep.name.lower() for ep in _backend_eps())}
+    if extra_paths:
+        for dist in metadata.distributions(path=list(extra_paths)):
+            names |= {ep.name.lower() for ep in dist.entry_points if ep.group == "torch.distributed.backends"}
+    return sorted(names)
 
 
 def registry_phase() -> Phase:

@@ -149,6 +149,12 @@ def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
     (("--steps", "3"), "--steps goes with --train"),
     (("--train",), "--train needs the training command after --"),
     (("--train", "--sizes", "1K", "--", "true"), "--sizes goes without --train"),
+    # A mistyped backend stops before any rank starts, with the names this torch knows.
+    (("--arm", "foo", "--arm", "gloo"), "ncclx compare: error: --arm 'foo': 'foo' is not a backend this torch "
+                                        "knows; known: fake, gloo, mpi, nccl, "),
+    (("--train", "--arm", "gloo", "--arm", "glo", "--", "true"), "--arm 'glo': 'glo' is not a backend"),
+    (("--device", "cpu", "--arm", "gloo", "--arm", "nccl2"),
+     'arm B ("nccl2") needs a GPU, and the tensors are on cpu (--device cpu): compare it on a GPU node'),
 ])
 def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     proc = compare(*args)
@@ -186,12 +192,15 @@ def test_default_arms_need_a_gpu_and_say_so() -> None:
 
 
 @_heavy
-def test_an_arm_whose_ranks_cannot_start_is_could_not_run() -> None:
-    """nccl2 without a GPU: torch's own error, per rank, and exit 2 (not a verdict)."""
-    proc = compare("--device", "cpu", "--arm", "gloo", "--arm", "nccl2", "--sizes", "1K", "--collectives",
-                   "all_reduce_sum", "--dtypes", "fp32", "--warmup", "0", "--iters", "1")
+def test_an_arm_whose_ranks_cannot_start_stops_the_run() -> None:
+    """mpi is a name torch knows, but this wheel is built without it: torch's own error, per
+    rank, exit 2, and arm B is never started (no sweep, no rows of "not run")."""
+    proc = compare("--arm", "mpi", "--arm", "gloo", "--sizes", "1K,4K", "--warmup", "0", "--iters", "1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert '  arm B: "nccl2": built nothing' in proc.stdout
-    assert "arm B: rank 1 could not start: RuntimeError: nccl2 requires at least one CUDA device" in proc.stdout
-    assert proc.stdout.rstrip().endswith(
-        'result: could not run: arm B ("nccl2"): rank 0: RuntimeError: nccl2 requires at least one CUDA device')
+    out = proc.stdout
+    assert '  arm A (baseline): "mpi": built nothing' in out and "arm B:" not in out.split("\n\n")[0]
+    assert ": not run" not in out and "\nall_reduce_sum\n" not in out
+    assert "note: arm B (\"gloo\") was not started: arm A's ranks could not start" in out
+    assert "arm A: rank 1 could not start: RuntimeError: Distributed package doesn't have MPI built in" in out
+    assert out.rstrip().splitlines()[-1].startswith(
+        'result: could not run: arm A ("mpi"): rank 0: RuntimeError: Distributed package doesn\'t have MPI built in')

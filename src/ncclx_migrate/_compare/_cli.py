@@ -29,8 +29,10 @@ from ._spec import (
     Arm,
     ArmError,
     default_sizes,
+    needs_gpu,
     parse_arm,
     parse_sizes,
+    unknown_backend,
 )
 
 if TYPE_CHECKING:
@@ -148,6 +150,10 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
     if where == "cuda" and gpus == 0 and device == "cuda":
         _fail("--device cuda, but no GPU is visible here")
     chosen = _arms(arms, "nccl" if where == "cuda" else "gloo")
+    for arm in (a for a in chosen if where == "cpu" and arms and needs_gpu(a.backend)):
+        why = "--device cpu" if device == "cpu" else "no GPU is visible here"
+        _fail(f'arm {arm.label} ("{arm.backend}") needs a GPU, and the tensors are on cpu ({why}): '
+              "compare it on a GPU node, or name a CPU backend such as gloo")
     if where == "cpu" and not arms:
         _fail('no GPU is visible here, and the default arms ("nccl" and its rollback) need one: run on a GPU '
               "node, or check the harness with --arm gloo --arm gloo")
@@ -180,10 +186,15 @@ def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
         _fail(f"--arm is given twice (baseline, then the other arm); got it {len(given)} time"
               f"{'s' if len(given) != 1 else ''}")
     try:
-        return [parse_arm(text, label, default_backend) for text, label in zip(given, "AB", strict=True)]
+        chosen = [parse_arm(text, label, default_backend) for text, label in zip(given, "AB", strict=True)]
     except ArmError as exc:
         _fail(str(exc))
         raise  # unreachable: _fail exits
+    for arm in chosen:
+        problem = unknown_backend(arm)
+        if problem:
+            _fail(problem)
+    return chosen
 
 
 def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html: Path | None,
@@ -196,6 +207,7 @@ def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html
     end = time.monotonic() + settings.timeout
     workdir = Path(tempfile.mkdtemp(prefix="ncclx-compare-"))
     runs = []
+    skipped: list[Arm] = []
     try:
         if job is not None:
             from ._cluster import run_job_arms
@@ -211,12 +223,19 @@ def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html
                 left = end - time.monotonic()
                 deadline = time.monotonic() + (left / 2 if n < len(arms) - 1 else left)
                 runs.append(run_arm(arm, settings, deadline, workdir, dict(os.environ), progress))
+                if runs[-1].init_errors and n < len(arms) - 1:
+                    # Nothing can be compared now: the other arm's sweep would only cost time.
+                    skipped = arms[n + 1:]
+                    break
     finally:
         progress("")
         # A hang's records and flight-recorder dumps are evidence: they stay (and the report says where).
         if not any(r.hung for r in runs):
             shutil.rmtree(workdir, ignore_errors=True)
     report = judge(runs, settings, threshold, installed_torch_version())
+    for arm in skipped:
+        report["notes"].append(f"arm {arm.label} ({arm.describe()}) was not started: arm {runs[-1].arm.label}'s "
+                               "ranks could not start, so there is nothing to compare it with")
     if any(r.hung for r in runs):
         report["kept"] = str(workdir)
         report["notes"].append(f"the ranks' records and flight-recorder dumps are kept in {workdir}")
@@ -233,7 +252,9 @@ def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html
     else:
         from ._render import render_text
 
-        click.echo(render_text(report))
+        # A run that could not start has no comparison to show: its rows would all read "not run".
+        shown = {**report, "rows": []} if report["exit"] == EXIT_COULD_NOT_RUN else report
+        click.echo(render_text(shown))
     sys.exit(report["exit"])
 
 

@@ -5,6 +5,7 @@ Torch-free: the worker reads the plan as JSON, the parent builds it before any r
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -21,8 +22,10 @@ __all__ = [
     "busbw_factor",
     "default_sizes",
     "human_size",
+    "needs_gpu",
     "parse_arm",
     "parse_sizes",
+    "unknown_backend",
 ]
 
 # Collective ids, in report order.  "all_reduce_sum" and "all_reduce_max" are one torch call
@@ -143,3 +146,25 @@ def parse_arm(text: str, label: str, default_backend: str) -> Arm:
         else:
             raise ArmError(f"--arm {text!r}: {part!r} is neither the backend (it comes first) nor NAME=VALUE")
     return Arm(label, text, backend or default_backend, env)
+
+
+# NCCL's names (every release's, _torchfacts.BACKEND_NAMES): CUDA tensors only.
+_GPU_BACKENDS = ("nccl", "nccl2", "nccl-legacy", "nccl-lazy")
+
+
+def needs_gpu(backend: str) -> bool:
+    return backend.lower() in _GPU_BACKENDS
+
+
+def unknown_backend(arm: Arm) -> str | None:
+    """Why ``arm``'s backend cannot be built by its ranks (None: it can), decided before any
+    rank starts, against the names ``ncclx doctor --backend`` accepts (``startable_backends``),
+    with the entry points of the arm's own PYTHONPATH (a test or plugin backend) counted."""
+    from .._torchinfo import startable_backends
+
+    extra = tuple(p for p in (arm.env.get("PYTHONPATH") or "").split(os.pathsep) if p)
+    known = startable_backends(extra)
+    if arm.backend.lower() in known:
+        return None
+    return (f"--arm {arm.spec!r}: {arm.backend!r} is not a backend this torch knows; known: {', '.join(known)} "
+            "(a plugin's backend counts when its entry point is on the arm's PYTHONPATH=...)")

@@ -77,10 +77,10 @@ def known_backends(import_torch: bool) -> list[str]:
     (when torch may be imported) whatever torch's registry holds, custom backends included.
     The NCCL names of every release we have facts for count too: for a release that lacks one
     (nccl2 on 2.13, or judged with --target-torch) the checks say so with a remedy."""
-    from .. import _torchinfo as ti
-    from .._torchfacts import BACKEND_NAMES, BUILTIN_BACKENDS
+    from .._torchfacts import BACKEND_NAMES
+    from .._torchinfo import startable_backends
 
-    names = {*BUILTIN_BACKENDS, *BACKEND_NAMES, *(n.lower() for n in ti.backend_providers())}
+    names = {*startable_backends(), *BACKEND_NAMES}
     if import_torch:
         try:
             import torch.distributed as dist
