@@ -1,17 +1,21 @@
-"""``ncclx compare --train``: a tiny CPU model under two arms, identical then perturbed."""
+"""``ncclx compare --train``: a tiny CPU model under two arms, identical, perturbed, broken."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from .test_collectives import HEAVY, compare, perturbed
+from ncclx_migrate._compare._trainlog import child_error
 
-pytestmark = HEAVY
+from .test_collectives import _heavy, compare, perturbed
 
 TINY = str(Path(__file__).parent / "train_tiny.py")
+# torch prefixes an uncaught error with the rank once a process group is up (2.15).
+ERROR = "[rank0]: RuntimeError: tiny: the batch at step 2 has the wrong shape"
 
 
+@_heavy
 def test_identical_arms_agree_step_by_step() -> None:
     proc = compare("--train", "--steps", "5", "--arm", "gloo", "--arm", "gloo", "--", sys.executable, TINY, "5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -19,16 +23,28 @@ def test_identical_arms_agree_step_by_step() -> None:
         "result: the arms agree: 1 metric equal exactly over 5 steps")
 
 
-def test_a_perturbed_all_reduce_names_the_first_divergent_step() -> None:
-    # The Linear layer's bias gradient is one fp32 (4 bytes): one off by one from the first step.
+@_heavy
+def test_a_perturbed_all_reduce_names_the_first_divergent_step_as_the_output_does() -> None:
+    # The Linear layer's bias gradient is one fp32 (4 bytes): one off by one from the first
+    # step, so the second loss differs: the script prints it as step=1 (it counts from 0).
     proc = compare("--train", "--steps", "5", "--arm", "gloo", "--arm", perturbed("wrong:all_reduce_sum:4:0"),
                    "--", sys.executable, TINY, "5")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("result: the arms diverge: metric 'loss[=:] *([-0-9.eE+]+)' diverges at step 2: B ")
+    assert last.startswith("result: the arms diverge: metric 'loss[=:] *([-0-9.eE+]+)' diverges at step 1: B ")
     assert "against A " in last and "(off by " in last
 
 
+def test_lines_that_name_no_step_are_counted() -> None:
+    code = "import os; print('loss=1.0'); print('loss=' + os.environ['L'])"
+    proc = compare("--train", "--arm", "gloo,L=2.0", "--arm", "gloo,L=3.0", "--", sys.executable, "-c", code)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "result: the arms diverge: metric 'loss[=:] *([-0-9.eE+]+)' diverges at its 2nd value (the lines name no "
+        "step): B 3.0 against A 2.0 (off by 1, relative 0.333)")
+
+
+@_heavy
 def test_no_metric_or_a_metric_that_never_moves_gets_no_verdict() -> None:
     code = "print('step 1 loss=1.0'); print('step 2 loss=1.0')"
     proc = compare("--train", "--arm", "gloo", "--arm", "gloo", "--", sys.executable, "-c", code)
@@ -38,3 +54,67 @@ def test_no_metric_or_a_metric_that_never_moves_gets_no_verdict() -> None:
                    sys.executable, "-c", code)
     assert proc.returncode == 2
     assert "result: no verdict: metric 'gnorm=([0-9.]+)' not found in the output of arms A and B" in proc.stdout
+
+
+@_heavy
+def test_a_command_that_fails_in_both_arms_is_named_with_its_own_error() -> None:
+    proc = compare("--train", "--arm", "gloo,TINY_FAIL_AT=2", "--arm", "gloo,TINY_FAIL_AT=2", "--",
+                   sys.executable, TINY, "5")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.count("    its stderr ends:\n") == 2
+    assert out.count(f"    | {ERROR}\n") == 2  # the child's own traceback, both arms
+    assert "--metric" not in out  # the command failed: the metric is not to blame
+    assert out.strip().splitlines()[-1] == (
+        f"result: no verdict: the training command failed in both arms: arm A: the command exited 1: {ERROR}; "
+        f"arm B: the command exited 1: {ERROR}")
+
+
+@_heavy
+def test_a_command_that_fails_in_one_arm_is_a_difference_and_the_json_keeps_its_stderr() -> None:
+    proc = compare("--train", "--format", "json", "--arm", "gloo", "--arm", "gloo,TINY_FAIL_AT=2", "--",
+                   sys.executable, TINY, "5")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == f"the arms diverge: arm B: the command exited 1: {ERROR}"
+    a, b = report["arms"]
+    assert (a["failed"], a["failure"], a["returncode"]) == (False, None, 0)
+    assert (b["failed"], b["failure"], b["returncode"]) == (True, ERROR, 1)
+    assert b["stderr_tail"][0] == "[rank0]: Traceback (most recent call last):" and b["stderr_tail"][-1] == ERROR
+    assert report["metrics"][0]["steps"] == {"A": [0, 1, 2, 3, 4], "B": [0, 1]}
+
+
+# torchrun's stderr (torch 2.15.0, 2 ranks, a script that raises after init_process_group),
+# cut to its shape: the children's tracebacks, then torchrun's own log lines and summary.
+TORCHRUN_STDERR = """\
+W1203 11:45:00.280000 11107 torch/distributed/run.py:982] *****************************************
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/tmp/fail_train.py", line 5, in <module>
+[rank1]:     raise ValueError(f"shape mismatch in rank {dist.get_rank()}")
+[rank1]: ValueError: shape mismatch in rank 1
+W1203 11:45:06.839000 11107 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 11122 closing signal SIGTERM
+E1203 11:45:06.873000 11107 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/work/main/.venv/bin/torchrun", line 6, in <module>
+    sys.exit(main())
+  File "/work/main/.venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 386, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+/tmp/fail_train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  exitcode  : 1 (pid: 11121)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================"""
+
+
+def test_under_torchrun_the_childs_error_is_shown_not_the_launchers_summary() -> None:
+    own, error = child_error(TORCHRUN_STDERR.splitlines())
+    assert error == "[rank1]: ValueError: shape mismatch in rank 1"
+    assert own == TORCHRUN_STDERR.splitlines()[1:5]

@@ -129,7 +129,8 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
                  "--html": html, "--cluster": cluster or None}
         for opt in (o for o, v in given.items() if v is not None):
             _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
-        sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json))
+        sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json,
+                           threshold))
     if command:
         _fail(f"unexpected argument {command[0]!r} (a command after -- goes with --train)")
     for opt in (o for o, v in (("--steps", steps), ("--metric", metrics or None)) if v is not None):

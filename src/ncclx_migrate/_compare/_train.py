@@ -3,11 +3,14 @@
 Each arm runs CMD with the arm's environment (its settings, and ``NCCLX_COMPARE_BACKEND`` set
 to the arm's backend name for a script that reads it), bounded by what is left of
 ``--timeout``.  Every ``--metric`` regex is searched line by line in what CMD prints
-(stdout and stderr); its first group, one per matching line, is that metric's value at the
-next step.  The sequences are compared exactly (``--rtol 0``) or within ``--rtol``; the
-first step where they part is named with both values.  No verdict without evidence: a
-metric found in neither output, or one that never moved (a run that is not training),
-exits 2.
+(stdout and stderr, as the lines arrived); its first group, one per matching line, is that
+metric's value at the next step, and the step is the one the line names ("step=3") where it
+names one.  The sequences are compared exactly (``--rtol 0``) or within ``--rtol``; the
+first step where they part is named with both values.  A command that fails is named with
+its own error (``_trainlog.child_error``: under torchrun, the child's traceback, not the
+launcher's summary): in one arm that is a difference (exit 1), in both no verdict (exit 2).
+No verdict either without evidence: a metric found in neither output, or one that never
+moved (a run that is not training), exits 2.
 """
 
 from __future__ import annotations
@@ -16,15 +19,14 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
 from .._doctor._probe import wait_or_kill
 from ._spec import Arm
+from ._trainlog import Captured, child_error, read_streams, step_name
 
 __all__ = ["DEFAULT_METRIC", "run_train"]
 
@@ -32,32 +34,36 @@ DEFAULT_METRIC = r"loss[=:] *([-0-9.eE+]+)"
 BACKEND_VAR = "NCCLX_COMPARE_BACKEND"
 
 
-def _values(pattern: re.Pattern[str], text: str) -> list[float]:
+def _values(pattern: re.Pattern[str], lines: list[tuple[float, str, str]]) -> list[tuple[float, int | None, float]]:
+    """(the value, the step its line names or None, when the line came), one per matching line."""
     out = []
-    for line in text.splitlines():
+    for at, _, line in lines:
         m = pattern.search(line)
         if m:
             try:
-                out.append(float(m.group(1)))
+                out.append((float(m.group(1)), step_name(line), at))
             except (ValueError, IndexError):
                 continue
     return out
 
 
-def _run(arm: Arm, command: list[str], deadline: float, folder: Path) -> dict[str, Any]:
+def _run(arm: Arm, command: list[str], deadline: float) -> dict[str, Any]:
     env = arm.environ(dict(os.environ))
     env[BACKEND_VAR] = arm.backend
-    log_path = folder / f"arm-{arm.label}.log"
+    # Lines as the steps happen (Python children of the command inherit it): the step time
+    # is read from when each step's line arrives.  The same in both arms.
+    env.setdefault("PYTHONUNBUFFERED", "1")
     start = time.monotonic()
-    with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        except OSError as exc:
-            return {"error": f"cannot start {command[0]!r}: {exc.strerror or exc}", "text": "", "seconds": 0.0}
-        killed = bool(wait_or_kill({0: proc}, deadline))
-    text = log_path.read_bytes().decode(errors="replace")
-    return {"returncode": None if killed else proc.returncode, "killed": killed, "text": text,
+    try:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return {"error": f"cannot start {command[0]!r}: {exc.strerror or exc}", "out": Captured(), "seconds": 0.0}
+    got, readers = read_streams(proc)
+    killed = bool(wait_or_kill({0: proc}, deadline))
+    for t in readers:  # the group is gone (or ended): the pipes close; a daemon that kept one open is left
+        t.join(timeout=5)
+    return {"returncode": None if killed else proc.returncode, "killed": killed, "out": got,
             "seconds": round(time.monotonic() - start, 2)}
 
 
@@ -65,8 +71,33 @@ def _same(a: float, b: float, rtol: float) -> bool:
     return a == b if rtol == 0 else abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _failure(label: str, r: dict[str, Any]) -> str | None:
+    """How arm ``label``'s command failed, with its own error line where stderr has one."""
+    if r.get("error"):
+        return f"arm {label}: {r['error']}"
+    if r.get("killed"):
+        how = "was still running at the --timeout deadline (killed)"
+    elif r.get("returncode"):
+        how = f"exited {r['returncode']}"
+    else:
+        return None
+    error = child_error(r["out"].stderr)[1]
+    return f"arm {label}: the command {how}" + (f": {error}" if error else "")
+
+
+def _where(a: list[tuple[float, int | None, float]], b: list[tuple[float, int | None, float]], i: int) -> str:
+    """The step as the output names it (both arms name the same one), else the value's place."""
+    if a[i][1] is not None and a[i][1] == b[i][1]:
+        return f"step {a[i][1]}"
+    return f"its {_ordinal(i + 1)} value (the lines name no step)"
+
+
 def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: list[str], rtol: float,
-              timeout: float, as_json: bool) -> int:
+              timeout: float, as_json: bool, threshold: float = 0.05) -> int:
     patterns = []
     for text in metrics or [DEFAULT_METRIC]:
         try:
@@ -78,48 +109,62 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
         patterns.append(pattern)
     end = time.monotonic() + timeout
     runs = []
-    with tempfile.TemporaryDirectory(prefix="ncclx-compare-train-") as tmp:
-        for n, arm in enumerate(arms):
-            left = end - time.monotonic()
-            runs.append(_run(arm, command, time.monotonic() + (left / 2 if n < len(arms) - 1 else left), Path(tmp)))
+    for n, arm in enumerate(arms):
+        left = end - time.monotonic()
+        runs.append(_run(arm, command, time.monotonic() + (left / 2 if n < len(arms) - 1 else left)))
     report: dict[str, Any] = {
         "schema": "ncclx.compare-train/1", "command": command, "steps": steps, "rtol": rtol,
-        "arms": [{"label": a.label, "spec": a.spec, "backend": a.backend, "env": a.env,
-                  "returncode": r.get("returncode"), "killed": r.get("killed", False), "seconds": r["seconds"],
-                  "error": r.get("error"), "tail": r["text"].strip().splitlines()[-5:]}
-                 for a, r in zip(arms, runs, strict=True)],
-        "metrics": [],
+        "arms": [], "metrics": [],
     }
+    failed: list[str] = []
+    for a, r in zip(arms, runs, strict=True):
+        own, error = child_error(r["out"].stderr)
+        failure = _failure(a.label, r)
+        if failure:
+            failed.append(failure)
+        report["arms"].append({
+            "label": a.label, "spec": a.spec, "backend": a.backend, "env": a.env,
+            "returncode": r.get("returncode"), "killed": r.get("killed", False), "seconds": r["seconds"],
+            "error": r.get("error"), "failed": failure is not None, "failure": error,
+            "tail": r["out"].text.strip().splitlines()[-5:], "stderr_tail": own})
     refuse: list[str] = []
     diverged: list[str] = []
-    for a, r in zip(arms, runs, strict=True):
-        if r.get("error"):
-            refuse.append(f"arm {a.label}: {r['error']}")
-        elif r.get("killed"):
-            diverged.append(f"arm {a.label}: the command was still running at the --timeout deadline (killed)")
-        elif r.get("returncode"):
-            diverged.append(f"arm {a.label}: the command exited {r['returncode']}")
+    if failed and len(failed) == len(runs):
+        refuse.append(f"the training command failed in {'both arms' if len(runs) == 2 else 'every arm'}: "
+                      + "; ".join(failed))
+    else:
+        diverged.extend(failed)
     for pattern in patterns:
-        seqs = [_values(pattern, r["text"])[:steps] if steps else _values(pattern, r["text"]) for r in runs]
-        item: dict[str, Any] = {"metric": pattern.pattern, "values": {a.label: s for a, s in zip(arms, seqs, strict=True)}}
+        seqs = [_values(pattern, r["out"].lines) for r in runs]
+        seqs = [s[:steps] if steps else s for s in seqs]
+        item: dict[str, Any] = {"metric": pattern.pattern,
+                                "values": {a.label: [v for v, _, _ in s] for a, s in zip(arms, seqs, strict=True)},
+                                "steps": {a.label: [n for _, n, _ in s] for a, s in zip(arms, seqs, strict=True)}}
         report["metrics"].append(item)
         a_seq, b_seq = seqs[0], seqs[-1]
         if not a_seq or not b_seq:
+            if failed:  # the failure is the finding: the metric is missing because the command stopped
+                continue
             missing = [a.label for a, s in zip(arms, seqs, strict=True) if not s]
             refuse.append(f"metric {pattern.pattern!r} not found in the output of arm{'s' if len(missing) > 1 else ''} "
                           f"{' and '.join(missing)}: check --metric against what the command prints")
             continue
-        if len(set(a_seq)) == 1 and len(set(b_seq)) == 1:
-            refuse.append(f"metric {pattern.pattern!r} never moved ({a_seq[0]!r} at every step in both arms): "
+        a_vals, b_vals = [v for v, _, _ in a_seq], [v for v, _, _ in b_seq]
+        if len(set(a_vals)) == 1 and len(set(b_vals)) == 1 and not failed:
+            refuse.append(f"metric {pattern.pattern!r} never moved ({a_vals[0]!r} at every step in both arms): "
                           "a run that is not training proves nothing")
             continue
-        first = next((i for i, (x, y) in enumerate(zip(a_seq, b_seq, strict=False)) if not _same(x, y, rtol)), None)
+        first = next((i for i, (x, y) in enumerate(zip(a_vals, b_vals, strict=False)) if not _same(x, y, rtol)), None)
         if first is not None:
-            x, y = a_seq[first], b_seq[first]
+            x, y = a_vals[first], b_vals[first]
             rel = abs(x - y) / max(abs(x), abs(y)) if max(abs(x), abs(y)) else 0.0
-            item["first_divergent_step"] = first + 1
-            diverged.append(f"metric {pattern.pattern!r} diverges at step {first + 1}: {arms[-1].label} {y!r} against "
-                            f"{arms[0].label} {x!r} (off by {abs(x - y):.3g}, relative {rel:.3g})")
+            named = a_seq[first][1] if a_seq[first][1] is not None and a_seq[first][1] == b_seq[first][1] else None
+            item["first_divergent_step"] = named if named is not None else first + 1
+            item["first_divergent_value"] = first + 1
+            diverged.append(f"metric {pattern.pattern!r} diverges at {_where(a_seq, b_seq, first)}: {arms[-1].label} "
+                            f"{y!r} against {arms[0].label} {x!r} (off by {abs(x - y):.3g}, relative {rel:.3g})")
+        elif failed:
+            pass  # fewer steps in a failed arm is the failure itself
         elif steps and (len(a_seq) < steps or len(b_seq) < steps):
             short = [f"{a.label} {len(s)}" for a, s in zip(arms, seqs, strict=True) if len(s) < steps]
             diverged.append(f"metric {pattern.pattern!r}: fewer steps than --steps {steps} ({', '.join(short)})")
@@ -135,18 +180,22 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
         how = "exactly" if rtol == 0 else f"within rtol {rtol:g}"
         code, verdict = 0, f"the arms agree: {len(patterns)} metric{'s' if len(patterns) > 1 else ''} equal {how} over {n} steps"
     report.update(verdict=verdict, exit=code, findings=[*refuse, *diverged])
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-    else:
-        lines = [f"ncclx compare --train: {' '.join(command)}"]
-        for arm in report["arms"]:
-            env = ", ".join(f"{k}={v}" if v is not None else f"{k} unset" for k, v in arm["env"].items())
-            lines.append(f"  arm {arm['label']}: \"{arm['backend']}\"" + (f" with {env}" if env else "")
-                         + f": exit {arm['returncode']}, {arm['seconds']:.1f} s")
-        for item in report["metrics"]:
-            lines.append(f"  {item['metric']}: " + "; ".join(
-                f"{label} {len(v)} values" for label, v in item["values"].items()))
-        lines.extend(f"  {t}" for t in report["findings"])
-        lines.append(f"result: {verdict}")
-        click.echo("\n".join(lines))
+    click.echo(json.dumps(report, indent=2) if as_json else _text(report, command))
     return code
+
+
+def _text(report: dict[str, Any], command: list[str]) -> str:
+    lines = [f"ncclx compare --train: {' '.join(command)}"]
+    for arm in report["arms"]:
+        env = ", ".join(f"{k}={v}" if v is not None else f"{k} unset" for k, v in arm["env"].items())
+        lines.append(f"  arm {arm['label']}: \"{arm['backend']}\"" + (f" with {env}" if env else "")
+                     + f": exit {arm['returncode']}, {arm['seconds']:.1f} s")
+        if arm["failed"] and arm["stderr_tail"]:
+            lines.append("    its stderr ends:")
+            lines.extend(f"    | {t}" for t in arm["stderr_tail"][-6:])
+    for item in report["metrics"]:
+        lines.append(f"  {item['metric']}: " + "; ".join(
+            f"{label} {len(v)} values" for label, v in item["values"].items()))
+    lines.extend(f"  {t}" for t in report["findings"] if not report["verdict"].endswith(t))
+    lines.append(f"result: {report['verdict']}")
+    return "\n".join(lines)
