@@ -1,7 +1,8 @@
 """``ncclx compare``: two backend arms side by side (collectives), or ``--train -- CMD ...``.
 
 Exit status: 0 the arms agree, 1 a mismatch, hang or regression (training: a divergence),
-2 the comparison could not run (bad arguments, nothing to compare, an arm that cannot start).
+2 the comparison could not run (bad arguments, nothing to compare, an arm that cannot start),
+3 (--require-sensitivity) no finding, but the run could not have seen a slowdown of that size.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ._spec import (
     DTYPES,
     GPU_MAX_BYTES,
     ITERS,
+    ROUNDS,
     WARMUP,
     Arm,
     ArmError,
@@ -58,6 +60,10 @@ def _names(text: str | None, known: tuple[str, ...], what: str) -> list[str]:
     return [k for k in known if k in got]
 
 
+def _threshold_or_none(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    return None if value is None else _threshold(ctx, param, value)
+
+
 def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
     try:
         pct = float(value.strip().rstrip("%"))
@@ -88,6 +94,10 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Timed iterations per case (nccl-tests' -n).")
 @click.option("--threshold", default="5", callback=_threshold, show_default=True, metavar="PCT",
               help="A case whose median time is worse by more than PCT percent is a regression.")
+@click.option("--rounds", type=click.IntRange(1, 10_000), default=ROUNDS, show_default=True,
+              help="Paired rounds per case: the arms alternate, one short block each, --iters spread over them.")
+@click.option("--require-sensitivity", "require", default=None, callback=_threshold_or_none, metavar="PCT",
+              help="Exit 3 when the run could not have detected a slowdown of PCT percent in every collective.")
 @click.option("--timeout", type=click.FloatRange(1, 86_400), default=900.0, show_default=True,
               help="Seconds for everything (both arms); a rank still running then is killed and named.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -107,7 +117,8 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @format_option("ncclx.compare/1")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | None, dtypes: str | None,
-            collectives: str | None, warmup: int, iters: int, threshold: float, timeout: float,
+            collectives: str | None, warmup: int, iters: int, threshold: float, rounds: int,
+            require: float | None, timeout: float,
             html: Path | None, train: bool, steps: int | None, metrics: tuple[str, ...], rtol: float,
             cluster: bool, command: tuple[str, ...], as_json: bool) -> None:
     """Compare two backend arms (nccl2 against the rollback by default): every collective
@@ -171,8 +182,8 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
     from ._run import Settings
 
     settings = Settings(world, where, chosen_sizes or default_sizes(GPU_MAX_BYTES if where == "cuda" else CPU_MAX_BYTES),
-                        types, colls, warmup, iters, timeout)
-    _run_collectives(chosen, settings, threshold, html, as_json, job)
+                        types, colls, warmup, iters, timeout, rounds)
+    _run_collectives(chosen, settings, threshold, html, as_json, job, require)
 
 
 def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
@@ -199,44 +210,36 @@ def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
 
 
 def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html: Path | None,
-                     as_json: bool, job: tuple[int, int, str, int] | None) -> None:
+                     as_json: bool, job: tuple[int, int, str, int] | None, require: float | None = None) -> None:
     from .._torchfacts import installed_torch_version
-    from ._run import run_arm
+    from ._run import ArmRun, run_arms
     from ._verdict import judge
+
+    def confirm(so_far: list[ArmRun]) -> list[int]:  # the cases to measure again before naming them
+        return list(judge(so_far, settings, threshold, None)["flagged_cases"])
 
     progress = _progress()
     end = time.monotonic() + settings.timeout
     workdir = Path(tempfile.mkdtemp(prefix="ncclx-compare-"))
-    runs = []
-    skipped: list[Arm] = []
+    runs: list[ArmRun] = []
     try:
         if job is not None:
             from ._cluster import run_job_arms
 
             rank, local, addr, port = job
-            got = run_job_arms(arms, settings, end, workdir, dict(os.environ), progress, rank, local, addr, port)
+            got = run_job_arms(arms, settings, end, workdir, dict(os.environ), progress, rank, local, addr, port,
+                               confirm)
             if got is None:  # rank 0 speaks for the job
                 sys.exit(0)
             runs = got
         else:
-            for n, arm in enumerate(arms):
-                # The first arm may use at most half of what is left; the last, all of it.
-                left = end - time.monotonic()
-                deadline = time.monotonic() + (left / 2 if n < len(arms) - 1 else left)
-                runs.append(run_arm(arm, settings, deadline, workdir, dict(os.environ), progress))
-                if runs[-1].init_errors and n < len(arms) - 1:
-                    # Nothing can be compared now: the other arm's sweep would only cost time.
-                    skipped = arms[n + 1:]
-                    break
+            runs = run_arms(arms, settings, end, workdir, dict(os.environ), progress, confirm=confirm)
     finally:
         progress("")
         # A hang's records and flight-recorder dumps are evidence: they stay (and the report says where).
         if not any(r.hung for r in runs):
             shutil.rmtree(workdir, ignore_errors=True)
-    report = judge(runs, settings, threshold, installed_torch_version())
-    for arm in skipped:
-        report["notes"].append(f"arm {arm.label} ({arm.describe()}) was not started: arm {runs[-1].arm.label}'s "
-                               "ranks could not start, so there is nothing to compare it with")
+    report = judge(runs, settings, threshold, installed_torch_version(), require)
     if any(r.hung for r in runs):
         report["kept"] = str(workdir)
         report["notes"].append(f"the ranks' records and flight-recorder dumps are kept in {workdir}")

@@ -2,8 +2,9 @@
 
 Like ``doctor --level cluster``: every task runs this command; the arms' ranks meet on the
 job's own TCPStore at MASTER_ADDR:MASTER_PORT (torchrun's agent hosts it; under srun this
-command on rank 0 does), under their own key prefix.  After each arm every task posts its
-rank's records there, and rank 0 gathers them, naming the ranks whose report never came.
+command on rank 0 does), under their own key prefix.  Both arms' ranks are alive on every task
+and take part in every round.  At the end every task posts its rank's records there, and rank
+0 gathers them, naming the ranks whose report never came.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._doctor._cluster import job_prefix, job_store
-from ._run import NO_REPORT, ArmRun, Placement, RankOut, Settings, parse_rank, rank_files, run_arm
+from ._run import NO_REPORT, ArmRun, Placement, RankOut, Settings, parse_rank, rank_files, run_arms
 from ._spec import Arm
 
 __all__ = ["run_job_arms"]
@@ -41,16 +42,23 @@ def _gather(store: Any, label: str, world: int, until: float) -> dict[int, dict[
 
 
 def run_job_arms(arms: list[Arm], s: Settings, end: float, workdir: Path, base_env: dict[str, str],
-                 progress: Callable[[str], None], rank: int, local_rank: int, addr: str,
-                 port: int) -> list[ArmRun] | None:
-    """Run both arms as rank ``rank``; rank 0 returns every rank's results, the others None."""
+                 progress: Callable[[str], None], rank: int, local_rank: int, addr: str, port: int,
+                 confirm: Callable[[list[ArmRun]], list[int]] | None = None) -> list[ArmRun] | None:
+    """Run both arms as rank ``rank``, interleaved as on one node: every task follows the same
+    schedule, so arm A's block k meets on every task before arm B's.  Which cases to measure
+    again is rank 0's call (from its own rank's records), posted on the store for the others,
+    so that every task runs the same extra rounds.  Rank 0 returns every rank's results."""
     store = job_store(addr, port, rank, s.world, s.timeout, prefix=PREFIX)
     where = Placement([rank], [local_rank], addr, port, False, job_prefix(PREFIX))
+
+    def agreed(runs: list[ArmRun]) -> list[int]:
+        if rank == 0:
+            store.set("confirm", json.dumps(confirm(runs) if confirm else []))
+        return [int(i) for i in json.loads(bytes(store.get("confirm")))]
+
+    local = run_arms(arms, s, end, workdir, base_env, progress, where, agreed)
     runs = []
-    for n, arm in enumerate(arms):
-        left = end - time.monotonic()
-        deadline = time.monotonic() + (left / 2 if n < len(arms) - 1 else left)
-        run = run_arm(arm, s, deadline, workdir, base_env, progress, where)
+    for arm, run in zip(arms, local, strict=True):
         records, stage = rank_files(workdir / arm.label, rank)
         store.set(f"{arm.label}/report/{rank}", json.dumps({"records": records, "stage": stage,
                                                             "killed": run.killed}))
@@ -58,7 +66,7 @@ def run_job_arms(arms: list[Arm], s: Settings, end: float, workdir: Path, base_e
         if rank != 0:
             continue
         progress(f"arm {arm.label}: gathering the ranks' reports...")
-        got = _gather(store, arm.label, s.world, max(deadline, time.monotonic()) + GRACE_S)
+        got = _gather(store, arm.label, s.world, max(end, time.monotonic()) + GRACE_S)
         ranks: dict[int, RankOut] = {}
         for r in range(s.world):
             ranks[r] = parse_rank(got[r]["records"], got[r]["stage"]) if r in got else RankOut(stage=NO_REPORT)

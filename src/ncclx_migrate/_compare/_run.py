@@ -22,9 +22,10 @@ from typing import Any
 
 from .._doctor._probe import free_port, wait_or_kill
 from .._envvars import FR_BUFFER_NAMES
-from ._spec import Arm
+from ._spec import Arm, human_size
 
-__all__ = ["NO_REPORT", "ArmRun", "Placement", "RankOut", "Settings", "parse_rank", "rank_files", "run_arm"]
+__all__ = ["NO_REPORT", "ArmRun", "Placement", "RankOut", "Settings", "case_list", "parse_rank", "rank_files",
+           "run_arms", "schedule"]
 
 NO_REPORT = "no report reached rank 0 before the deadline"
 _STOP_WORDS = ("timed out", "timeout", "connection closed", "reset by peer", "broken pipe")
@@ -40,6 +41,12 @@ class Settings:
     warmup: int
     iters: int
     timeout: float  # for everything, both arms
+    rounds: int = 10  # paired rounds per case (and as many again for a case flagged)
+
+    @property
+    def block_iters(self) -> int:
+        """Timed calls per block: ``iters`` spread over the rounds (at least one)."""
+        return max(1, round(self.iters / self.rounds))
 
 
 @dataclass
@@ -126,47 +133,194 @@ class Placement:
     prefix: str = "ncclx-compare"
 
 
-def run_arm(arm: Arm, s: Settings, deadline: float, workdir: Path, base_env: dict[str, str],
-            progress: Callable[[str], None] = lambda text: None, where: Placement | None = None) -> ArmRun:
-    where = where or Placement(list(range(s.world)), list(range(s.world)))
+@dataclass
+class _Side:
+    """One arm while it runs: its launcher, the pipes to each of its ranks, what it has said."""
+
+    arm: Arm
+    out: Path
+    proc: subprocess.Popen[bytes]
+    orders: dict[int, int]  # rank -> the fd the parent writes orders to
+    acks: dict[int, Any]  # rank -> the file the rank's acks come from
+    fr_seconds: float | None
+    alive: bool = True  # still takes orders (False: could not start, stopped or hung)
+    killed: bool = False
+    seconds: float = 0.0  # spent in this arm's blocks
+    log: list[str] = field(default_factory=list)
+
+
+def _start(arm: Arm, s: Settings, cases: list[tuple[str, str, int]], budget: float, workdir: Path,
+           base_env: dict[str, str], where: Placement) -> _Side:
     out = workdir / arm.label
     out.mkdir(parents=True, exist_ok=True)
     env = arm.environ(base_env)
     env.pop("NCCLX_HANG_DUMP", None)  # the watchdog is ours to start, with our limit
     # The worker must be this very ncclx_migrate, after whatever the arm puts first.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), _package_root()) if p)
-    budget = max(1.0, deadline - time.monotonic())
     fr_seconds = None
     if _fr_on(env):
         (out / "fr").mkdir(exist_ok=True)
         env["TORCH_FR_DUMP_TEMP_FILE"] = str(out / "fr" / "rank_")
         fr_seconds = max(1.0, min(60.0, budget / 4))
+    theirs, orders, acks = [], {}, {}
+    for rank in where.ranks:
+        order_r, order_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        theirs.append([order_r, ack_w])
+        orders[rank] = order_w
+        acks[rank] = os.fdopen(ack_r, "r", encoding="utf-8")
     plan = {
         "backend": arm.backend, "world": s.world, "ranks": where.ranks, "local_ranks": where.local_ranks,
         "addr": where.addr, "port": where.port or free_port(), "host_store": where.host_store,
-        "prefix": f"{where.prefix}/{arm.label}", "device": s.device,
-        "sizes": s.sizes, "dtypes": s.dtypes, "collectives": s.collectives, "warmup": s.warmup,
-        "iters": s.iters, "pg_timeout": max(1.0, budget * 0.6), "out": str(out), "fr_seconds": fr_seconds,
-        "stop_words": list(_STOP_WORDS),
+        "prefix": f"{where.prefix}/{arm.label}", "device": s.device, "cases": cases, "warmup": s.warmup,
+        "block_iters": s.block_iters, "pg_timeout": max(1.0, budget * 0.6), "out": str(out),
+        "fr_seconds": fr_seconds, "stop_words": list(_STOP_WORDS), "fds": theirs,
     }
     (out / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    start = time.monotonic()
-    first = where.ranks[0]
     with open(out / "launcher.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "ncclx_migrate._compare._worker", str(out / "plan.json")],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                pass_fds=[fd for pair in theirs for fd in pair])
+    for pair in theirs:
+        for fd in pair:
+            os.close(fd)
+    return _Side(arm, out, proc, orders, acks, fr_seconds)
 
-        def poll() -> None:
-            stage = rank_files(out, first)[1] or "starting"
-            progress(f"arm {arm.label} ({arm.backend}): {stage}...")
 
-        killed = bool(wait_or_kill({0: proc}, deadline, poll))
-    tail = (out / "launcher.log").read_bytes().decode(errors="replace").strip().splitlines()[-5:]
-    ranks = {r: parse_rank(*rank_files(out, r)) for r in where.ranks}
-    run = ArmRun(arm, ranks, round(time.monotonic() - start, 2), killed, tail)
-    if run.hung and fr_seconds is not None:
-        run.fr = _analyze_dumps(out / "fr")
-    return run
+def _tell(side: _Side, word: str) -> None:
+    for fd in side.orders.values():
+        try:
+            os.write(fd, (word + "\n").encode())
+        except OSError:
+            pass  # that rank is gone; its silence says so
+
+
+def _hear(side: _Side, deadline: float, poll: Callable[[], None]) -> set[str] | None:
+    """Every rank's next word ("ready", "error", "ok", "stop"; "" for a rank that died), or
+    None when the deadline passed first."""
+    import select
+
+    words: dict[int, str] = {}
+    waiting = dict(side.acks)
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select(list(waiting.values()), [], [], min(left, 0.2))
+        for rank, fh in list(waiting.items()):
+            if fh in ready:
+                words[rank] = fh.readline().strip()
+                del waiting[rank]
+        poll()
+    return set(words.values())
+
+
+def schedule(n_cases: int, rounds: range, arms: int = 2) -> list[tuple[int, int, int]]:
+    """(round, case, arm) in run order: round after round, every case once per round, the two
+    arms back to back in ABBA order (A B, B A, A B, ... over the run), so that a drift of the
+    node's speed within a round, or a cost of switching, falls on both arms alike."""
+    out: list[tuple[int, int, int]] = []
+    step = 0
+    for r in rounds:
+        for i in range(n_cases):
+            pair = (0, 1) if step % 2 == 0 else (1, 0)
+            out.extend((r, i, k) for k in pair[:arms])
+            step += 1
+    return out
+
+
+def run_arms(arms: list[Arm], s: Settings, deadline: float, workdir: Path, base_env: dict[str, str],
+             progress: Callable[[str], None] = lambda text: None, where: Placement | None = None,
+             confirm: Callable[[list[ArmRun]], list[int]] | None = None) -> list[ArmRun]:
+    """Both arms' ranks alive together, each arm in its own interpreter and process group;
+    the parent tells one arm at a time to run one short block of one case, in ``schedule``'s
+    order.  ``confirm`` (given the runs so far) names the case indices to measure again in as
+    many fresh rounds before anything is named."""
+    where = where or Placement(list(range(s.world)), list(range(s.world)))
+    cases = case_list(s)
+    budget = max(1.0, deadline - time.monotonic())
+    sides = [_start(arm, s, cases, budget, workdir, base_env, where) for arm in arms]
+    now: list[str] = ["starting"]
+
+    def poll() -> None:
+        progress(now[0])
+
+    def step(side: _Side, order: str, what: str) -> None:
+        now[0] = what
+        begin = time.monotonic()
+        _tell(side, order)
+        got = _hear(side, deadline, poll)
+        side.seconds += time.monotonic() - begin
+        if got is None:  # the deadline: this arm hangs (its stage files say where)
+            side.alive = False
+            side.killed = True
+        elif got != {"ok"} and got != {"ready"}:
+            side.alive = False  # could not start, the group broke, or a rank died
+
+    try:
+        for side in sides:
+            now[0] = f"arm {side.arm.label} ({side.arm.backend}): starting..."
+            got = _hear(side, deadline, poll)
+            if got is None:
+                side.alive, side.killed = False, True
+            elif got != {"ready"}:
+                side.alive = False
+        if all(side.alive for side in sides):
+            _rounds(sides, schedule(len(cases), range(s.rounds)), cases, s, step)
+            if confirm is not None and all(side.alive for side in sides):
+                again = confirm(_collect(sides, where, None))
+                if again:
+                    _rounds(sides, [(r, again[i], k) for r, i, k in
+                                    schedule(len(again), range(s.rounds, 2 * s.rounds))], cases, s, step)
+        for side in sides:
+            if side.alive:
+                _tell(side, "quit")
+        grace = max(deadline, time.monotonic() + 5.0)
+        for side in sides:  # a hung arm is killed now; the others were told to finish
+            if side.killed:
+                wait_or_kill({0: side.proc}, time.monotonic(), lambda: None)
+        for side in sides:
+            if not side.killed:
+                side.killed = bool(wait_or_kill({0: side.proc}, grace if side.alive else deadline, poll))
+    finally:
+        for side in sides:
+            if side.proc.poll() is None:
+                wait_or_kill({0: side.proc}, time.monotonic(), lambda: None)
+            for fd in side.orders.values():
+                os.close(fd)
+            for fh in side.acks.values():
+                fh.close()
+    return _collect(sides, where, s)
+
+
+def _rounds(sides: list[_Side], order: list[tuple[int, int, int]], cases: list[tuple[str, str, int]],
+            s: Settings, step: Callable[[_Side, str, str], None]) -> None:
+    total = max(1, len(order))
+    for n, (r, i, k) in enumerate(order):
+        side = sides[k]
+        if not all(x.alive for x in sides):
+            return  # one arm stopped: nothing is paired any more
+        coll, dtype, nbytes = cases[i]
+        step(side, f"run {i} {r}", f"round {r + 1}: {coll} {dtype} {human_size(nbytes)}, arm {side.arm.label} "
+                                   f"({100 * n // total}%)...")
+
+
+def _collect(sides: list[_Side], where: Placement, s: Settings | None) -> list[ArmRun]:
+    runs = []
+    for side in sides:
+        tail = (side.out / "launcher.log").read_bytes().decode(errors="replace").strip().splitlines()[-5:]
+        ranks = {r: parse_rank(*rank_files(side.out, r)) for r in where.ranks}
+        run = ArmRun(side.arm, ranks, round(side.seconds, 2), side.killed, tail)
+        if s is not None and run.hung and side.fr_seconds is not None:
+            run.fr = _analyze_dumps(side.out / "fr")
+        runs.append(run)
+    return runs
+
+
+def case_list(s: Settings) -> list[tuple[str, str, int]]:
+    """Every (collective, dtype, size) the run measures, in report order."""
+    return [(c, t, n) for c in s.collectives if not (c == "sendrecv" and s.world < 2)
+            for t in s.dtypes for n in s.sizes]
 
 
 def _analyze_dumps(folder: Path) -> dict[str, Any]:

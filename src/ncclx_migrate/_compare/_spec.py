@@ -16,6 +16,7 @@ __all__ = [
     "GPU_MAX_BYTES",
     "ITERS",
     "MIN_BYTES",
+    "ROUNDS",
     "WARMUP",
     "Arm",
     "ArmError",
@@ -38,6 +39,8 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "int32": 4}
 # nccl-tests' defaults: -w 5 warm-up iterations, -n 20 timed ones (NVIDIA/nccl-tests' src/common.cu).
 WARMUP = 5
 ITERS = 20
+# The timed calls are spread over paired rounds (docs/compare.md): 10 rounds of 2 calls per arm.
+ROUNDS = 10
 
 MIN_BYTES = 8
 GPU_MAX_BYTES = 1 << 30  # 1 GiB, further bounded by free GPU memory (the worker's _max_bytes)

@@ -182,14 +182,17 @@ def _max_bytes(torch: Any, device: Any, world: int) -> int | None:
         return None
     free, _total = torch.cuda.mem_get_info(device)
     # The input, its pristine copy, the output, and the check's int64 indices and float64 sum
-    # and bound: up to ~20 bytes per byte of a bf16 message.
-    return int(free // 24)
+    # and bound: up to ~20 bytes per byte of a bf16 message, ~24 with room; and both arms'
+    # ranks share this GPU for the whole run (each holds its caching allocator's blocks), so
+    # each arm may take half of what is free when it starts.
+    return int(free // 48)
 
 
-def _rank_main(plan: dict[str, Any], rank: int, local_rank: int) -> int:
+def _rank_main(plan: dict[str, Any], index: int) -> int:
     stores: list[Any] = []
+    rank = plan["ranks"][index]
     try:
-        return _rank_body(plan, rank, local_rank, stores)
+        return _rank_body(plan, index, stores)
     finally:
         if stores:
             _finish(stores[0], rank, plan)
@@ -208,10 +211,27 @@ def _finish(store: Any, rank: int, plan: dict[str, Any]) -> None:
         pass
 
 
-def _rank_body(plan: dict[str, Any], rank: int, local_rank: int, stores: list[Any]) -> int:
+class _Pipe:
+    """The parent's orders (``run CASE ROUND``, ``quit``) in, one word per order out."""
+
+    def __init__(self, fds: list[int]) -> None:
+        self.orders = os.fdopen(fds[0], "r", encoding="utf-8")
+        self.acks = os.fdopen(fds[1], "w", encoding="utf-8")
+
+    def say(self, word: str) -> None:
+        try:
+            self.acks.write(word + "\n")
+            self.acks.flush()
+        except OSError:
+            pass  # the parent is gone: it reads the records, not the acks
+
+
+def _rank_body(plan: dict[str, Any], index: int, stores: list[Any]) -> int:
     import torch
     import torch.distributed as dist
 
+    rank, local_rank = plan["ranks"][index], plan["local_ranks"][index]
+    pipe = _Pipe(plan["fds"][index])
     out = plan["out"]
     stage = os.path.join(out, f"rank{rank}.stage")
     world = plan["world"]
@@ -251,25 +271,36 @@ def _rank_body(plan: dict[str, Any], rank: int, local_rank: int, stores: list[An
             head["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
             head["where"] = traceback.format_exc().splitlines()[-3:]
             _line(fh, head)
+            pipe.say("error")
             return 0
         _line(fh, head)
-        sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-        limit = head["max_bytes"]
-        cases = [(c, t, n) for c in plan["collectives"] if not (c == "sendrecv" and world < 2)
-                 for t in plan["dtypes"] for n in plan["sizes"]]
-        for coll, dtype, nbytes in cases:
-            if limit is not None and nbytes > limit:
-                _line(fh, {"c": coll, "t": dtype, "s": nbytes, "skip": "larger than free GPU memory allows"})
+        _stage(stage, "waiting for the first block")
+        pipe.say("ready")
+        timer = _Timer(torch, device)
+        cells: dict[int, bool] = {}  # case index -> still measured (False: skipped or failed)
+        for order in pipe.orders:
+            words = order.split()
+            if not words or words[0] != "run":
+                break
+            i, r = int(words[1]), int(words[2])
+            coll, dtype, nbytes = plan["cases"][i]
+            if i in cells and not cells[i]:
+                pipe.say("ok")
                 continue
-            rec = _one(torch, dist, coll, dtype, nbytes, rank, world, device, plan, stage, sync)
+            rec = _block(torch, dist, (coll, dtype, nbytes), rank, world, device, plan, stage, timer,
+                         r, first=i not in cells)
+            cells[i] = "us" in rec
             _line(fh, rec)
             check = str(rec.get("check", "")).lower()
             if check.startswith("error:") and any(w in check for w in plan["stop_words"]):
-                # The group is broken (a peer timed out or went away): every later case would
+                # The group is broken (a peer timed out or went away): every later block would
                 # wait its full timeout too.
                 _stage(stage, f"stopped after {coll} {dtype} {human_size(nbytes)} failed")
                 _line(fh, {"done": True, "stopped": rec["check"]})
+                pipe.say("stop")
                 return 0
+            _stage(stage, "waiting for the next block")
+            pipe.say("ok")
         _stage(stage, "destroy_process_group")
         dist.destroy_process_group()
         _stage(stage, "finished")
@@ -277,33 +308,67 @@ def _rank_body(plan: dict[str, Any], rank: int, local_rank: int, stores: list[An
     return 0
 
 
-def _one(torch: Any, dist: Any, coll: str, dtype: str, nbytes: int, rank: int, world: int, device: Any,
-         plan: dict[str, Any], stage: str, sync: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = {"c": coll, "t": dtype, "s": nbytes}
+class _Timer:
+    """Microseconds of one call: CUDA events on the rank's stream on a GPU (what the GPU
+    spent, not what the host waited), the host clock around a blocking call on CPU."""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        self.torch, self.cuda = torch, device.type == "cuda"
+        self.device = device
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def time(self, call: Any) -> float:
+        if self.cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            return round(float(start.elapsed_time(end)) * 1000, 2)
+        begin = time.perf_counter()
+        call()
+        return round((time.perf_counter() - begin) * 1e6, 2)
+
+
+def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: int, device: Any,
+           plan: dict[str, Any], stage: str, timer: _Timer, round_: int, first: bool) -> dict[str, Any]:
+    """One block of one case: (the first time: the warm-up), one untimed call that lines the
+    ranks up after the parent's order, the block's timed calls; the first block also checks
+    the result."""
+    coll, dtype, nbytes = cell
+    rec: dict[str, Any] = {"c": coll, "t": dtype, "s": nbytes, "r": round_}
+    limit = _max_bytes(torch, device, world) if first and device.type == "cuda" else None
+    if limit is not None and nbytes > limit:
+        rec["skip"] = "larger than free GPU memory allows"
+        return rec
     case = _Case(torch, dist, coll, dtype, nbytes, rank, world, device)
     if case.count == 0:
         split = coll in ("all_gather", "reduce_scatter", "all_to_all")
         rec["skip"] = (f"fewer {dtype} elements than ranks in {human_size(nbytes)}" if split
                        else f"{human_size(nbytes)} holds no {dtype} element")
         return rec
-    rec["n"] = case.count
     _stage(stage, f"{coll} {dtype} {human_size(nbytes)}")
     try:
         case.setup()
-        for _ in range(plan["warmup"]):
+        for _ in range(plan["warmup"] if first else 0):
             case.prepare()
             case.run()
-        sync()
+        case.prepare()
+        case.run()
+        timer.sync()
         times = []
-        for _ in range(plan["iters"]):
+        for _ in range(plan["block_iters"]):
             case.prepare()
-            sync()
-            start = time.perf_counter()
-            case.run()
-            sync()
-            times.append(round((time.perf_counter() - start) * 1e6, 2))
+            timer.sync()
+            times.append(timer.time(case.run))
         rec["us"] = times
-        rec.update(case.check())
+        if first:
+            rec["n"] = case.count
+            rec.update(case.check())
     except Exception as exc:  # the backend's own error, one line
         text = str(exc).splitlines()[0] if str(exc) else ""
         unsupported = isinstance(exc, NotImplementedError) or "not supported" in text.lower() or (
@@ -319,12 +384,16 @@ def main() -> int:
     import torch.distributed  # noqa: F401
 
     pids = []
-    for local_rank, rank in enumerate(plan["ranks"]):
+    mine = [fd for pair in plan["fds"] for fd in pair]
+    for index in range(len(plan["ranks"])):
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
-                code = _rank_main(plan, rank, plan.get("local_ranks", list(range(len(plan["ranks"]))))[local_rank])
+                for fd in mine:  # only this rank's ends stay open: the parent sees EOF when a rank dies
+                    if fd not in plan["fds"][index]:
+                        os.close(fd)
+                code = _rank_main(plan, index)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -332,6 +401,8 @@ def main() -> int:
                 sys.stderr.flush()
                 os._exit(code)
         pids.append(pid)
+    for fd in mine:
+        os.close(fd)
     code = 0
     for pid in pids:
         _, status = os.waitpid(pid, 0)

@@ -6,6 +6,9 @@ beside this file; tests/compare puts this folder on the arm's PYTHONPATH only, s
 
 * ``wrong:COLLECTIVE:BYTES:RANK``: that rank's result of that collective at that size is off by one;
 * ``slow:COLLECTIVE:SECONDS``: every call of that collective first sleeps SECONDS;
+* ``slower:COLLECTIVE:FACTOR``: every call of that collective takes FACTOR times as long: it
+  runs, waits for its result, then spins on the CPU for (FACTOR - 1) times what it took (a
+  steady, real slowdown in proportion, as slower code would be);
 * ``hang:COLLECTIVE:BYTES:RANK``: that rank never returns from that collective at that size;
 * several of them joined by ``+``.
 
@@ -48,9 +51,17 @@ class Perturbed(Backend):
 
     def _around(self, coll: str, nbytes: int, out: Any, call: Any) -> Any:
         kind, arg, who = self.faults.get(coll, ("none", "0", "0"))
-        here = kind != "slow" and nbytes == int(arg) and self.rank() == int(who)
+        here = kind in ("wrong", "hang") and nbytes == int(arg) and self.rank() == int(who)
         if kind == "slow":
             time.sleep(float(arg))
+        elif kind == "slower":
+            begin = time.perf_counter()
+            work = call()
+            work.wait()
+            until = time.perf_counter() + (float(arg) - 1) * (time.perf_counter() - begin)
+            while time.perf_counter() < until:
+                pass
+            return work
         elif kind == "hang" and here:
             while True:
                 time.sleep(1)
