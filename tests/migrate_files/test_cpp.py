@@ -343,3 +343,12 @@ def test_a_version_arm_is_read_against_the_supported_range() -> None:
     assert _findings("x.cu", src, Options(target_torch=(2, 13))) == [(4, "NCX301"), (6, "NCX301")]
     assert _findings("x.cu", src, Options(target_torch=(2, 15))) == [(6, "NCX301")]
     assert _findings("x.cu", src, Options(target_torch=(2, 16))) == []
+
+
+@pytest.mark.parametrize("ext", [".cpp", ".cc", ".cu", ".cuh", ".hip", ".h", ".hpp"])
+def test_own_subclass_cast_is_cleared_in_every_dialect(ext: str) -> None:
+    """A legacy-typed reference (parameter, member, the file's accessor) cast to the code's own
+    subclass is not a break in any dialect: only the subclass and the real cast are."""
+    text = read(FIXTURES / "cpp" / "own_subclass.in.cu").replace("__global__ void touch", "void touch")
+    text = text.replace("touch<<<1, 32>>>(x);", "touch(x);")
+    assert _findings(f"x{ext}", text) == [(11, "NCX306"), (38, "NCX301")]
