@@ -196,7 +196,7 @@ def test_the_scanner_is_layered() -> None:
 
     import ncclx_migrate._migrate._files._cpp as pkg
 
-    layers = ["_parse", "_views", "_names", "_members", "_values", "_index", "_bindings", "_rules", "_setup", "_layout", "_fix", "_result", "__init__"]
+    layers = ["_parse", "_views", "_versions", "_names", "_members", "_values", "_index", "_bindings", "_rules", "_setup", "_layout", "_fix", "_result", "__init__"]
     here = Path(pkg.__file__).parent
     assert sorted(p.stem for p in here.glob("*.py")) == sorted(layers)
     for name in layers:
@@ -323,3 +323,32 @@ def test_conditionals_are_the_grammars_directives() -> None:
          "TORCH_VERSION_MAJOR < 2 && !defined(OLD)"],
         ["defined(USE_C10D_NCCL)", "!defined(USE_C10D_NCCL)"],
     ]
+
+
+def test_a_version_arm_is_read_against_the_supported_range() -> None:
+    """An arm torch 2.14 compiles (nccl2, legacy cast null) is reported when the project still
+    supports 2.14, and not once its oldest torch is 2.15: no torch with nccl2 it supports
+    compiles the arm then. A condition on a patch release no one can pin down stays reported."""
+    src = (
+        "#include <torch/version.h>\n"
+        "bool legacy(c10d::Backend* b) {\n"
+        "#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 15\n"
+        "  return dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr;\n"
+        "#elif TORCH_ABI_VERSION < ((2ULL << 56) | (15ULL << 48) | (1ULL << 40))\n"
+        "  return dynamic_cast<c10d::ProcessGroupNCCL*>(b) != nullptr;\n"
+        "#endif\n"
+        "  return false;\n"
+        "}\n"
+    )
+    assert _findings("x.cu", src, Options(target_torch=(2, 13))) == [(4, "NCX301"), (6, "NCX301")]
+    assert _findings("x.cu", src, Options(target_torch=(2, 15))) == [(6, "NCX301")]
+    assert _findings("x.cu", src, Options(target_torch=(2, 16))) == []
+
+
+@pytest.mark.parametrize("ext", [".cpp", ".cc", ".cu", ".cuh", ".hip", ".h", ".hpp"])
+def test_own_subclass_cast_is_cleared_in_every_dialect(ext: str) -> None:
+    """A legacy-typed reference (parameter, member, the file's accessor) cast to the code's own
+    subclass is not a break in any dialect: only the subclass and the real cast are."""
+    text = read(FIXTURES / "cpp" / "own_subclass.in.cu").replace("__global__ void touch", "void touch")
+    text = text.replace("touch<<<1, 32>>>(x);", "touch(x);")
+    assert _findings(f"x{ext}", text) == [(11, "NCX306"), (38, "NCX301")]

@@ -22,7 +22,7 @@ __all__ = ["file_kind", "scan"]
 
 _SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
 _SHELL_EXT = (".sh", ".bash", ".sbatch", ".slurm")
-_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
+_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".hip", ".h", ".hpp", ".hh")
 
 
 def file_kind(path: str, text: str | None = None) -> str | None:

@@ -25,6 +25,7 @@ from ._fix import add_fixes
 from ._index import Scan, may_match
 from ._result import file_result, merge_views
 from ._rules import Hit, Unreadable, hits, unreadable
+from ._versions import VersionArms
 from ._views import arm_views, conditionals
 
 __all__ = ["Found", "may_match", "read_trees", "scan_cpp"]
@@ -67,11 +68,22 @@ def scan_cpp(path: str, text: str, options: Options,
     return result, line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
 
 
+def _compiled(scan: Scan, found: list[Hit], versions: list[VersionArms]) -> list[Hit]:
+    """``found`` less the hits in code that no torch with nccl2 compiles (:mod:`._versions`);
+    ``versions`` holds the file's arms once read."""
+    if not found or b"#" not in scan.parsed:
+        return found
+    if not versions:
+        versions.append(VersionArms(conditionals(scan.parsed, scan.root), scan.options.target_torch))
+    return [h for h in found if not versions[0].never_nccl2(h.offset)]
+
+
 def _found(path: str, text: str, options: Options) -> Found:
     scan = Scan(path, text, options)
     bad = unreadable(scan)
+    versions: list[VersionArms] = []
     if not bad:
-        found = list(hits(scan))
+        found = _compiled(scan, list(hits(scan)), versions)
         add_fixes(scan, found)
         return [scan], found, None
     scans = _view_scans(scan, bad)
@@ -79,9 +91,11 @@ def _found(path: str, text: str, options: Options) -> Found:
     bad_in: list[list[Unreadable]] = []
     for s in scans:
         b = bad if s is scan else unreadable(s)
-        got = [h for h in hits(s) if not any(u.start <= h.offset < u.end for u in b)]
+        got = _compiled(scan, [h for h in hits(s) if not any(u.start <= h.offset < u.end for u in b)], versions)
         add_fixes(s, got)
         found_in.append(got)
         bad_in.append(b)
     errors = sorted((u for b in bad_in for u in b), key=lambda u: (u.line, u.column))
-    return scans, merge_views(scans, found_in, bad_in), errors[0].message() if errors else None
+    if not versions:
+        versions.append(VersionArms(conditionals(scan.parsed, scan.root), options.target_torch))
+    return scans, merge_views(scans, found_in, bad_in, versions[0]), errors[0].message() if errors else None

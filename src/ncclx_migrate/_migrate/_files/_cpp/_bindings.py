@@ -42,7 +42,7 @@ __all__ = ["BINDS", "Binding", "Project", "binding_calls", "function_declarators
 # what a file that binds spells (bytes.find each: a regex alternation costs ~10x more)
 BINDS = (b"pybind11", b"py::", b"PYBIND11_MODULE", b"TORCH_LIBRARY")
 _PY_BIND = ("def", "def_static", "impl")
-_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
+_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".hip", ".h", ".hpp", ".hh")
 
 
 def may_bind(data: bytes) -> bool:

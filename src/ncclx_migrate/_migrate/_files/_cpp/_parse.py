@@ -31,7 +31,7 @@ INDEXED = ("call_expression", "cast_expression", "field_expression", "binary_exp
            "class_specifier", "struct_specifier", "preproc_def", "preproc_function_def", "preproc_include",
            "comment", "function_definition", "new_expression")
 
-_CUDA_EXTS = (".cu", ".cuh")
+_CUDA_EXTS = (".cu", ".cuh", ".hip")  # hipify keeps CUDA's syntax in .hip
 
 _HAS_INCLUDE = re.compile(rb"\b__has_include(?:_next)?\s*\(\s*(<[^>\n]*>|\"[^\"\n]*\")\s*\)")
 _EXPORT = re.compile(rb"\b(?:class|struct)\s+([A-Z][A-Z0-9_]*_(?:API|EXPORT|EXPORTS|VISIBLE|VISIBILITY))"

@@ -14,6 +14,7 @@ from ._index import Scan
 from ._layout import column_limit, fit_edits
 from ._names import text_of
 from ._rules import Hit, Unreadable
+from ._versions import VersionArms
 from ._views import Arm
 
 __all__ = ["UNDER_WIDTH", "file_result", "merge_views"]
@@ -24,12 +25,14 @@ MESSAGE_WIDTH = 88  # a message never runs past ruff's line length (the why is i
 _SUPPRESS = re.compile(IGNORE)
 
 
-def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unreadable]]) -> list[Hit]:
+def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unreadable]],
+                versions: VersionArms | None = None) -> list[Hit]:
     """One list of hits from the views of a file, each once.  A hit that some view showing its
     place does not find is dropped when that view handles nccl2 there (one arm of a
     ``__has_include`` guard casts to nccl2's class: the code handles both); otherwise it says
     under which arms it holds.  Its fix is kept only from a view that blanked nothing of the
-    text the fix copies or replaces."""
+    text the fix copies or replaces.  ``versions``: a view keeping an arm that no torch with
+    nccl2 compiles shows nothing, and an arm every such torch compiles goes unsaid."""
     first: dict[tuple[int, str], Hit] = {}
     where: dict[tuple[int, str], list[int]] = {}
     for i, (scan, hits) in enumerate(zip(scans, found, strict=True)):
@@ -43,7 +46,8 @@ def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unread
     out: list[Hit] = []
     for key, h in first.items():
         shown = [i for i, s in enumerate(scans) if (s.view is None or s.view.sees(h.offset))
-                 and not any(u.start <= h.offset < u.end for u in bad[i])]
+                 and not any(u.start <= h.offset < u.end for u in bad[i])
+                 and not (versions is not None and any(versions.without_nccl2(a) for a in _arms(s)))]
         missing = [i for i in shown if i not in where[key]]
         if any(_handles_nccl2(scans[i], h.offset) for i in missing):
             continue
@@ -53,6 +57,8 @@ def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unread
         arms: dict[int, Arm] = {}
         for i in where[key]:
             for a in _arms(scans[i]):
+                if versions is not None and versions.every_nccl2(a):
+                    continue
                 if a.start <= h.offset < a.end or (missing and lo <= a.start < hi and id(a) not in elsewhere):
                     arms[id(a)] = a
         if arms:

@@ -258,17 +258,62 @@ def _not_from_torch(scan: Scan, cast: Cast) -> bool:
 
 
 def _from_legacy(scan: Scan, cast: Cast, operand: Node) -> bool:
-    """Is ``operand`` already a pointer or reference to the legacy class (a parameter or local
-    of that type, its ``.get()`` or ``*``, or a const_cast to it)?"""
-    fn = function_of(cast.node)
+    """Is ``operand`` already a pointer or reference to the legacy class: a parameter or local
+    of that type (of the function or the lambda around), else a member of a class of the file,
+    a call of a function of the file declared to return one, its ``.get()`` or ``*``, or a
+    const_cast to it?  The same in every dialect: the grammars differ only in CUDA's syntax."""
     operand = strip(operand)
     if operand.type == "call_expression":
         f = operand.child_by_field_name("function")
         if f is not None and f.type == "field_expression" and text_of(f.child_by_field_name("field")) == "get":
             operand = strip(f.child_by_field_name("argument") or operand)
-    if operand.type == "identifier" and fn is not None:
-        return _legacy_at(_legacy_vars(scan, fn), text_of(operand), operand.start_byte)
+    if operand.type == "identifier":
+        scope = function_of(cast.node) or _lambda_of(cast.node)
+        held = [(start, legacy) for start, end, legacy in (_legacy_vars(scan, scope) if scope is not None else {})
+                .get(text_of(operand), ()) if start < operand.start_byte < end]
+        if held:
+            return max(held)[1]
+    if operand.type in ("identifier", "field_expression"):
+        name = text_of(operand.child_by_field_name("field")) if operand.type == "field_expression" else text_of(operand)
+        ty = scan.declared_type(operand, name) if name else None
+        return ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY
+    if operand.type == "call_expression" and not _const_cast_to_legacy(scan, operand):
+        return _returns_legacy(scan, operand)
     return _const_cast_to_legacy(scan, operand)
+
+
+def _lambda_of(n: Node) -> Node | None:
+    """The outermost lambda holding ``n`` (a lambda at namespace scope has no function)."""
+    found, p = None, n.parent
+    while p is not None:
+        if p.type == "lambda_expression":
+            found = p
+        p = p.parent
+    return found
+
+
+def _returns_legacy(scan: Scan, call: Node) -> bool:
+    """Is every declaration in the file of the function ``call`` calls declared to return the
+    legacy class (a reference, pointer or smart pointer to it)?"""
+    fn = call.child_by_field_name("function")
+    while fn is not None and fn.type in ("qualified_identifier", "field_expression"):
+        fn = fn.child_by_field_name("name" if fn.type == "qualified_identifier" else "field")
+    name = text_of(fn) if fn is not None and fn.type in ("identifier", "field_identifier") else ""
+    if not name:
+        return False
+    kinds = []
+    for d in find(scan.root, scan.cuda, ("function_declarator",)).get("function_declarator", []):
+        inner = d.child_by_field_name("declarator")
+        while inner is not None and inner.type == "qualified_identifier":
+            inner = inner.child_by_field_name("name")
+        if text_of(inner) != name:
+            continue
+        decl = d.parent
+        while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+            decl = decl.parent
+        ty = decl.child_by_field_name("type") if decl is not None else None
+        kinds.append(ty is not None and scan.resolver.kind_of_type(ty) is Kind.LEGACY)
+    return bool(kinds) and all(kinds)
 
 
 def _cast_not_from_torch(scan: Scan, arg: Node) -> bool:

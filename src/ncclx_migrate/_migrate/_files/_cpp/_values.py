@@ -48,6 +48,10 @@ _ITERATORS = frozenset({"find", "begin", "lower_bound", "upper_bound"})
 _PG_RETURN = re.compile(r"^(?:(?:c10|std)::(?:intrusive_ptr|shared_ptr)<)?(?:::)?c10d::ProcessGroup>?$")
 
 BUILDERS = frozenset({"make_intrusive", "make_shared", "make_unique"})
+# torch's other backends: an object the code builds as one of them is its own too (a cast of
+# it to the legacy class is null on every torch, its name is never "nccl"): no nccl2 change.
+_OTHER_BACKENDS = frozenset({"ProcessGroupGloo", "ProcessGroupMPI", "ProcessGroupUCC", "ProcessGroupXCCL"})
+_BEGIN, _END = frozenset({"begin", "cbegin"}), frozenset({"end", "cend"})
 _PROCESS_GROUP = re.compile(r"(?:^|[^\w:]|::)ProcessGroup\b")
 _CASTS = frozenset({"dynamic_cast", "static_cast", "reinterpret_cast", "dynamic_pointer_cast",
                     "static_pointer_cast", "reinterpret_pointer_cast", "dynamic_intrusive_pointer_cast",
@@ -90,6 +94,9 @@ class Values:
         self._elements: dict[int, bool] = {}  # range-for ranges: node id -> binds a map's value (else an element)
         self.builds: list[Build] = []
         self.nccl2_builds: list[int] = []  # where the file builds nccl2's class (byte offsets)
+        self._other_built: set[int] = set()  # builds of torch's other backends (node ids)
+        self._copies: dict[str, list[str]] = {}  # container -> the containers it is copied from
+        self._handed: set[str] = set()  # names handed whole to a call (it may fill them)
         for n in nodes["call_expression"]:
             found = _template_call(n)
             if found is not None and found[0] in BUILDERS:
@@ -98,9 +105,9 @@ class Values:
             ty = n.child_by_field_name("type")
             if ty is not None:
                 self._build(n, "new", ty)
-        self._built_at = {b.node.id for b in self.builds}
+        self._built_at = {b.node.id for b in self.builds} | self._other_built
         self.self_built: set[str] = set()
-        if self.builds or self._calls_own(nodes["call_expression"]):
+        if self._built_at or self._calls_own(nodes["call_expression"]):
             # the writes are looked for only in a file that builds the class or calls a
             # function of the project that returns one
             self._nodes = find(root, cuda, _WRITES)
@@ -118,6 +125,8 @@ class Values:
             self.builds.append(Build(n, builder, core, kind))
         elif kind is Kind.NCCL2:
             self.nccl2_builds.append(n.start_byte)
+        elif core is not None and text_of(core).rpartition("::")[2] in _OTHER_BACKENDS:
+            self._other_built.add(n.id)
 
     def _writes(self) -> dict[str, list[Node | None]]:
         """name -> the values written to it (None: a value from elsewhere)."""
@@ -125,6 +134,10 @@ class Values:
         for d in self._nodes.get("init_declarator", []):
             name = declarator_name(d.child_by_field_name("declarator"))
             value = d.child_by_field_name("value")
+            source = _range_source(value) if value is not None else ""
+            if name and source:  # std::vector<std::pair<K, V>> c(own.begin(), own.end())
+                self._copies.setdefault(name, []).append(source)
+                continue
             if value is not None and value.type in ("argument_list", "initializer_list"):
                 value = value.named_children[0] if len(value.named_children) == 1 else None
             if name:
@@ -209,6 +222,7 @@ class Values:
         for name in other:
             if name in out:
                 out[name].append((None, ""))
+        self._handed = set(other)
         return out
 
     def _returns(self) -> dict[str, list[Node | None]]:
@@ -258,6 +272,14 @@ class Values:
                 if name not in self.own_containers and name not in writes \
                         and all(v is not None and self.built(v) for v, _ in elements) and self._filled_here(name):
                     shapes = {shape for _, shape in elements}
+                    self.own_containers[name] = shapes.pop() if len(shapes) == 1 else ""
+                    changed = True
+            for name, sources in self._copies.items():  # a copy of own containers (then sorted...)
+                extra = puts.get(name, [])
+                if name not in self.own_containers and name not in writes and name not in self._handed \
+                        and all(c in self.own_containers for c in sources) \
+                        and all(v is not None and self.built(v) for v, _ in extra):
+                    shapes = {self.own_containers[c] for c in sources} | {shape for _, shape in extra}
                     self.own_containers[name] = shapes.pop() if len(shapes) == 1 else ""
                     changed = True
             for key, values in returns.items():
@@ -377,7 +399,8 @@ class Values:
         return text_of(core).rpartition("::")[2] if core is not None else ""
 
     def built(self, n: Node) -> bool:
-        """Is ``n`` provably an object the file built as the legacy class (or its subclass)?"""
+        """Is ``n`` provably an object the file built itself (the legacy class, its subclass, or
+        another of torch's backends, which nccl2 does not change)?"""
         n = strip(n)
         if n.id in self._built_at:
             return True
@@ -412,6 +435,20 @@ class Values:
             value = n.child_by_field_name("value")
             return value is not None and self.built(value)
         return False
+
+
+def _range_source(value: Node) -> str:
+    """``c`` when ``value`` (an initialiser) is ``(c.begin(), c.end())`` or ``{...}`` of them."""
+    if value.type not in ("argument_list", "initializer_list") or len(value.named_children) != 2:
+        return ""
+    ends = []
+    for call in value.named_children:
+        fn = call.child_by_field_name("function") if call.type == "call_expression" else None
+        if fn is None or fn.type != "field_expression":
+            return ""
+        ends.append((_spelled(fn.child_by_field_name("argument")), text_of(fn.child_by_field_name("field"))))
+    (a, first), (b, last) = ends
+    return a if a and a == b and first in _BEGIN and last in _END else ""
 
 
 def strip(n: Node) -> Node:

@@ -34,6 +34,9 @@ class Arm:
     end: int  # the first byte of the next directive line of its group
     condition: str  # when the arm is compiled, as C preprocessor text
     dead: bool = False  # ``#if 0``: never compiled
+    # The same as (directive condition, the value it must have) pairs, all of which hold:
+    # an ``#elif``'s or ``#else``'s earlier conditions false, its own true (._versions).
+    terms: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass
@@ -93,7 +96,7 @@ def conditionals(data: bytes, root: Node) -> list[Group]:
         if kind.startswith(b"if"):
             g = Group(m.start(), line_end, directives=[(m.start(), line_end)])
             cond = _condition(kind, rest)
-            g.arms.append(Arm(line_end, line_end, cond, dead=cond in ("0", "false")))
+            g.arms.append(Arm(line_end, line_end, cond, dead=cond in ("0", "false"), terms=((cond, True),)))
             stack.append(g)
             earlier.append([cond])
             continue
@@ -108,13 +111,15 @@ def conditionals(data: bytes, root: Node) -> list[Group]:
             earlier.pop()
             continue
         nots = " && ".join(_negate(c) for c in prior)
+        terms = tuple((c, False) for c in prior)
         if kind == b"else":
             cond, dead = nots, False
         else:
             own = _condition(kind, rest)
             cond, dead = f"{nots} && {own}", own in ("0", "false")
+            terms += ((own, True),)
             prior.append(own)
-        g.arms.append(Arm(line_end, line_end, cond, dead))
+        g.arms.append(Arm(line_end, line_end, cond, dead, terms))
     return sorted(done, key=lambda g: g.start)
 
 
