@@ -38,6 +38,10 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("src/a.cc", "", "cpp"),
         ("src/a.cuh", "", "cpp"),
         ("src/a.c", "", None),
+        ("Makefile", "", "make"),
+        ("sub/GNUmakefile", "", "make"),
+        ("rules.mk", "", "make"),
+        ("makefile.py", "", None),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

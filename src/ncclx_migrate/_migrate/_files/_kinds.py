@@ -63,6 +63,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("dotenv", ".env files (.env, NAME.env)", "._dotenv:scan_dotenv", names=(".env",), suffixes=(".env",)),
     Kind("dockerfile", "Dockerfiles and Containerfiles", "._dockerfile:scan_dockerfile",
          names=("dockerfile", "containerfile"), suffixes=(".dockerfile",), prefixes=("dockerfile.", "containerfile.")),
+    Kind("make", "Makefiles (Makefile, GNUmakefile, .mk): export directives and recipe lines", "._make:scan_make",
+         names=("makefile", "gnumakefile"), suffixes=(".mk",)),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}
