@@ -130,7 +130,7 @@ def test_case(case: Case, crlf: bool) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox"} <= kinds
 
 
 def _nodes(node):  # type: ignore[no-untyped-def]

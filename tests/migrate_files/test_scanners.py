@@ -42,6 +42,8 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("sub/GNUmakefile", "", "make"),
         ("rules.mk", "", "make"),
         ("makefile.py", "", None),
+        ("tox.ini", "", "tox"),
+        ("setup.ini", "", None),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

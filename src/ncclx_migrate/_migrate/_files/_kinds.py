@@ -65,6 +65,8 @@ KINDS: tuple[Kind, ...] = (
          names=("dockerfile", "containerfile"), suffixes=(".dockerfile",), prefixes=("dockerfile.", "containerfile.")),
     Kind("make", "Makefiles (Makefile, GNUmakefile, .mk): export directives and recipe lines", "._make:scan_make",
          names=("makefile", "gnumakefile"), suffixes=(".mk",)),
+    Kind("tox", "tox.ini: setenv and commands of [testenv] sections, pytest-env's [pytest] env", "._tox:scan_tox",
+         names=("tox.ini",)),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}
