@@ -62,6 +62,14 @@ def _check_valid(case: Case, text: str, original: str) -> None:
             return sum(1 for n in _nodes(tree.root_node) if n.type == "ERROR" or n.is_missing)
 
         assert errors(text) <= errors(original)
+    elif case.ext.endswith(".toml"):
+        import tomllib
+
+        tomllib.loads(text)
+    elif case.ext.endswith(".ini"):
+        import configparser
+
+        configparser.RawConfigParser(strict=False, interpolation=None).read_string(text)
     elif kind in _GRAMMARS:  # still read by its grammar as well as before
         from ncclx_migrate._migrate._files._grammar import parse
 
@@ -130,7 +138,7 @@ def test_case(case: Case, crlf: bool) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox", "pytest_env"} <= kinds
 
 
 def _nodes(node):  # type: ignore[no-untyped-def]

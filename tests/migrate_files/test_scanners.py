@@ -44,6 +44,9 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("makefile.py", "", None),
         ("tox.ini", "", "tox"),
         ("setup.ini", "", None),
+        ("pyproject.toml", "", "pytest_env"),
+        ("sub/pytest.ini", "", "pytest_env"),
+        ("Cargo.toml", "", None),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

@@ -67,6 +67,9 @@ KINDS: tuple[Kind, ...] = (
          names=("makefile", "gnumakefile"), suffixes=(".mk",)),
     Kind("tox", "tox.ini: setenv and commands of [testenv] sections, pytest-env's [pytest] env", "._tox:scan_tox",
          names=("tox.ini",)),
+    Kind("pytest_env", "pytest-env settings: env in pyproject.toml's [tool.pytest.ini_options] and "
+         "[tool.pytest_env], and in pytest.ini", "._pytest_env:scan_pytest_env",
+         names=("pyproject.toml", "pytest.ini"), path_arg=True),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}

@@ -21,7 +21,7 @@ from ._checks import Collector, EnvAssign
 from ._shell import Ctx, analyze_words, lex
 from ._text import Edit, LineIndex, newline_of
 
-__all__ = ["IniLine", "ini_values", "scan_tox", "setting_assigns"]
+__all__ = ["Entry", "IniLine", "assign", "entry", "ini_values", "scan_tox", "setting_assigns"]
 
 _SECTION = re.compile(r"\[(?P<header>.+)\]")  # configparser's SECTCRE
 _KEY = re.compile(r"(?P<key>[^=:\s][^=:]*?)\s*[=:]\s*")
@@ -90,56 +90,79 @@ def _same(value: str, lines: list[IniLine]) -> bool:
     return [v.strip() for v in value.splitlines() if v.strip()] == [line.text for line in lines]
 
 
+@dataclass
+class Entry:
+    """One ``[FLAGS]NAME=VALUE`` setting (pytest-env's flags: ``D:`` default, ``R:`` raw)."""
+
+    mode: str
+    name: str
+    name_at: int  # offsets in the entry's text
+    raw: str
+    value_at: int
+    value: str | None
+    default: str | None
+
+
+def entry(body: str, flags: bool) -> Entry | None:
+    mode, off = "", 0
+    if flags:
+        m = re.match(r"(?:[DR]:)*", body)
+        mode, off = (m.group(0), m.end()) if m else ("", 0)
+    e = _ENTRY.match(body, off)
+    if e is None:
+        return None
+    raw = body[e.end():]
+    substituted = "{" in raw and "R:" not in mode
+    value = None if substituted or re.search(r"\s[#;]", raw) else raw
+    default = None
+    if "D:" in mode and value is not None:  # set only where not set: a default, as ${X:-d}
+        value, default = None, value
+    return Entry(mode, e.group("name"), e.start("name"), raw, e.end(), value, default)
+
+
 def setting_assigns(text: str, sink: Collector, lines: list[IniLine], *, flags: bool, keep: bool) -> None:
     """``KEY=VALUE`` lines (pytest-env: ``flags``, a ``D:``/``R:`` prefix); ``keep``: the safe
     add ``D:NEW=VALUE`` (pytest-env sets a ``D:`` name only where it is not set already)."""
     index = LineIndex(text)
     nl = newline_of(text)
     for line in lines:
-        body, off = line.text, 0
-        mode = ""
-        if flags:
-            m = re.match(r"((?:[DR]:)*)", body)
-            mode, off = (m.group(1), m.end()) if m else ("", 0)
-        e = _ENTRY.match(body, off)
-        if e is None:
+        found = entry(line.text, flags)
+        if found is None:
             continue
-        name = e.group("name")
-        raw = body[e.end():]
-        substituted = "{" in raw and "R:" not in mode
-        value = None if substituted or re.search(r"\s[#;]", raw) else raw
-        default = None
-        if "D:" in mode and value is not None:  # set only where not set: a default, as ${X:-d}
-            value, default = None, value
-        name_start = line.start + e.start("name")
-        value_start = line.start + e.end()
         row = index.line_of(line.start)
         ls, _, full = index.bounds(row)
         lead = text[ls:line.start]
 
-        def insert(entry: str, line: IniLine = line, lead: str = lead, full: int = full) -> list[Edit]:
+        def insert(row_text: str, line: IniLine = line, lead: str = lead, full: int = full) -> list[Edit]:
             if line.first:
-                return [Edit(line.start + len(line.text), line.start + len(line.text), f"{nl}    {entry}")]
+                return [Edit(line.start + len(line.text), line.start + len(line.text), f"{nl}    {row_text}")]
             if full == len(text) and not text.endswith("\n"):
-                return [Edit(full, full, f"{nl}{lead}{entry}")]
-            return [Edit(full, full, f"{lead}{entry}{nl}")]
-
-        def add(new: str, mode: str = mode, raw: str = raw, insert: _Insert = insert) -> list[Edit] | None:
-            return insert(f"{mode}{new}={raw}")
-
-        def keep_add(new: str, alone: bool, mode: str = mode, value: str | None = value,
-                     insert: _Insert = insert) -> list[Edit] | None:
-            if not (keep and alone and mode == "" and value is not None):
-                return None  # a D: or computed OLD: NEW would not follow what torch reads of it
-            return insert(f"D:{new}={value}")
+                return [Edit(full, full, f"{nl}{lead}{row_text}")]
+            return [Edit(full, full, f"{lead}{row_text}{nl}")]
 
         def remove(line: IniLine = line, ls: int = ls, full: int = full) -> list[Edit] | None:
             if line.first:
                 return [Edit(line.start, line.start + len(line.text), "")]
             return [Edit(ls, full, "")]
 
-        sink.env(EnvAssign(name, name_start, value, raw, value_start, default, add=add, remove=remove,
-                           keep_add=keep_add if keep else None))
+        sink.env(assign(found, line.start, insert, remove, keep))
+
+
+def assign(found: Entry, at: int, insert: _Insert, remove: Callable[[], list[Edit] | None],
+           keep: bool) -> EnvAssign:
+    """The :class:`EnvAssign` of ``found`` (its text at offset ``at``); ``insert`` puts a
+    new entry's text next to it."""
+
+    def add(new: str) -> list[Edit] | None:
+        return insert(f"{found.mode}{new}={found.raw}")
+
+    def keep_add(new: str, alone: bool) -> list[Edit] | None:
+        if not (alone and found.mode == "" and found.value is not None):
+            return None  # a D: or computed OLD: NEW would not follow what torch reads of it
+        return insert(f"D:{new}={found.value}")
+
+    return EnvAssign(found.name, at + found.name_at, found.value, found.raw, at + found.value_at, found.default,
+                     add=add, remove=remove, keep_add=keep_add if keep else None)
 
 
 def scan_tox(text: str, sink: Collector) -> None:
