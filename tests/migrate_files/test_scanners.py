@@ -47,6 +47,9 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("pyproject.toml", "", "pytest_env"),
         ("sub/pytest.ini", "", "pytest_env"),
         ("Cargo.toml", "", None),
+        ("Jenkinsfile", "", "jenkins"),
+        ("ci/nightly.Jenkinsfile", "", "jenkins"),
+        ("Jenkinsfile.gpu", "", "jenkins"),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

@@ -55,7 +55,7 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
 
 
 def _scan_once(kind: Kind, path: str, text: str, options: Options) -> tuple[FileResult, Alignment | None]:
-    sink = Collector(path, text, options, comment=kind.comment)
+    sink = Collector(path, text, options, comments=kind.comments)
     fn = kind.scan_fn()
     if kind.path_arg:
         fn(path, text, sink)

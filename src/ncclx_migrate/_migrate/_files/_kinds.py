@@ -34,7 +34,7 @@ class Kind:
     suffixes: tuple[str, ...] = ()  # lower case, with the dot
     prefixes: tuple[str, ...] = ()  # lower case (``dockerfile.``)
     shebang: bool = False  # a file without a dot in its name whose #! line runs a shell
-    comment: str = HASH  # the comment marker an ``ncclx: ignore`` follows (_suppress)
+    comments: tuple[str, ...] = (HASH,)  # the comment markers an ``ncclx: ignore`` follows (_suppress)
     pipeline: str = "text"
     path_arg: bool = False  # the scanner takes the path first: fn(path, text, sink)
     _fn: list[Callable[..., object]] = field(default_factory=list, compare=False, repr=False)
@@ -52,7 +52,7 @@ class Kind:
 # In the order names are tried: the first kind that claims a name has it.
 KINDS: tuple[Kind, ...] = (
     Kind("cpp", "C++ and CUDA extension sources (.cpp .cc .cxx .cu .cuh .h .hpp .hh)", "._cpp:scan_cpp",
-         suffixes=(".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh"), comment=SLASHES, pipeline="cpp"),
+         suffixes=(".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh"), comments=(SLASHES,), pipeline="cpp"),
     Kind("shell", "shell and sbatch scripts (.sh .bash .sbatch .slurm .envrc, or a #! shell script)",
          "._shell:scan_shell", names=(".envrc",), suffixes=(".sh", ".bash", ".sbatch", ".slurm"), shebang=True,
          path_arg=True),
@@ -70,6 +70,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("pytest_env", "pytest-env settings: env in pyproject.toml's [tool.pytest.ini_options] and "
          "[tool.pytest_env], and in pytest.ini", "._pytest_env:scan_pytest_env",
          names=("pyproject.toml", "pytest.ini"), path_arg=True),
+    Kind("jenkins", "Jenkinsfiles: environment {} blocks, withEnv lists and sh steps", "._jenkins:scan_jenkins",
+         names=("jenkinsfile",), suffixes=(".jenkinsfile",), prefixes=("jenkinsfile.",), comments=(SLASHES, HASH)),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}
