@@ -1,6 +1,7 @@
 """Data-only cases for the non-Python scanners.
 
-``tests/fixtures/files/<kind>/<case>.in.<ext>`` is the input.  Next to it:
+``tests/fixtures/files/<kind>/<case>.in.<ext>`` is the input (read as a file named ``<ext>``
+when the kind knows files by whole name: ``basic.in.tox.ini`` is a ``tox.ini``).  Next to it:
 ``<case>.findings`` (``LINE:COL CODE FIX`` per finding, report mode; in a notebook
 ``LINE:COL cell N:LINE:COL CODE FIX``: the position in the file, then in the cell),
 ``<case>.out.<ext>`` (after safe fixes; absent = no change) and ``<case>.unsafe.<ext>``
@@ -17,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ncclx_migrate._migrate._files import scan
+from ncclx_migrate._migrate._files import file_kind, scan
 from ncclx_migrate._migrate._model import FileResult, Finding, Options
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
@@ -47,6 +48,12 @@ class Case:
         return self.input.with_name(f"{self.stem}.{kind}.{self.ext}")
 
     @property
+    def name(self) -> str:
+        """The name it is scanned as: a kind known by its whole name (tox.ini, pyproject.toml)
+        is read from ``<case>.in.tox.ini`` as ``tox.ini``."""
+        return self.input.name if file_kind(self.input.name) is not None else self.ext
+
+    @property
     def kind(self) -> str:
         return self.input.parent.name
 
@@ -65,7 +72,7 @@ def read(path: Path) -> str:
 
 
 def run(case: Case, text: str, options: Options) -> FileResult:
-    result = scan(case.input.name, text, options)
+    result = scan(case.name, text, options)
     assert result is not None, f"{case.input.name} is not recognised as a file kind"
     assert result.error is None, result.error
     return result

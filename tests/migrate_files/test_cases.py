@@ -36,6 +36,9 @@ def _without_sources(nb: dict) -> dict:  # type: ignore[type-arg]
     return {**nb, "cells": [{k: v for k, v in c.items() if k != "source"} for c in nb["cells"]]}
 
 
+_GRAMMARS = {"make": "tree_sitter_make", "jenkins": "tree_sitter_groovy"}
+
+
 def _check_valid(case: Case, text: str, original: str) -> None:
     kind = case.input.parent.name
     if kind == "shell" and shutil.which("bash"):
@@ -59,6 +62,21 @@ def _check_valid(case: Case, text: str, original: str) -> None:
             return sum(1 for n in _nodes(tree.root_node) if n.type == "ERROR" or n.is_missing)
 
         assert errors(text) <= errors(original)
+    elif case.ext.endswith(".toml"):
+        import tomllib
+
+        tomllib.loads(text)
+    elif case.ext.endswith(".ini"):
+        import configparser
+
+        configparser.RawConfigParser(strict=False, interpolation=None).read_string(text)
+    elif kind in _GRAMMARS:  # still read by its grammar as well as before
+        from ncclx_migrate._migrate._files._grammar import parse
+
+        def broken(t: str) -> int:
+            return sum(1 for n in _nodes(parse(_GRAMMARS[kind], t)[0]) if n.type == "ERROR" or n.is_missing)
+
+        assert broken(text) <= broken(original)
     elif kind == "notebook":
         # Still JSON, and nothing but code-cell sources changed (outputs, ids, metadata,
         # markdown cells, key order, indentation and the final newline are kept), except that
@@ -120,7 +138,7 @@ def test_case(case: Case, crlf: bool) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox", "pytest_env", "jenkins"} <= kinds
 
 
 def _nodes(node):  # type: ignore[no-untyped-def]

@@ -19,13 +19,13 @@ def test_truncated_and_garbled_inputs(case) -> None:  # type: ignore[no-untyped-
     cuts = range(0, len(text), max(1, len(text) // 40))
     for i, cut in enumerate(cuts):
         for variant in (text[:cut], text[:cut] + NOISE[i % len(NOISE)] + text[cut:]):
-            result = scan(case.input.name, variant, UNSAFE)
+            result = scan(case.name, variant, UNSAFE)
             assert result is not None
             if result.error is not None:  # C++ only: a broken region holding a finding
                 assert case.kind == "cpp" and "\n" not in result.error and result.new_text is None
                 continue
             if result.new_text is not None:
-                again = scan(case.input.name, result.new_text, UNSAFE)
+                again = scan(case.name, result.new_text, UNSAFE)
                 assert again is not None and again.new_text is None, (cut, variant)
 
 

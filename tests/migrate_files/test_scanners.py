@@ -38,6 +38,18 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("src/a.cc", "", "cpp"),
         ("src/a.cuh", "", "cpp"),
         ("src/a.c", "", None),
+        ("Makefile", "", "make"),
+        ("sub/GNUmakefile", "", "make"),
+        ("rules.mk", "", "make"),
+        ("makefile.py", "", None),
+        ("tox.ini", "", "tox"),
+        ("setup.ini", "", None),
+        ("pyproject.toml", "", "pytest_env"),
+        ("sub/pytest.ini", "", "pytest_env"),
+        ("Cargo.toml", "", None),
+        ("Jenkinsfile", "", "jenkins"),
+        ("ci/nightly.Jenkinsfile", "", "jenkins"),
+        ("Jenkinsfile.gpu", "", "jenkins"),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

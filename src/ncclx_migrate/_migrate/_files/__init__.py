@@ -1,5 +1,4 @@
-"""Scanners for the files around the Python code: shell and sbatch scripts, Dockerfiles,
-YAML (Kubernetes, compose, Helm values), ``.env`` files and Jupyter notebooks.
+"""Scanners for the files around the Python code, one per kind in ``_kinds.KINDS``.
 
 The runner calls :func:`scan` for every file that is not ``.py``; it returns None for
 kinds handled elsewhere (or not at all).  Rules: NCX201 (``TORCH_DIST_USE_NCCL2``),
@@ -10,41 +9,13 @@ notebooks also get the Python rules.  C++ and CUDA sources get NCX301-NCX306 (``
 
 from __future__ import annotations
 
-import os
-import re
-
 from .._fixpoint import fixed_point
 from .._lines import Alignment, line_map_edits
 from .._model import FileResult, Options
 from ._checks import Collector
+from ._kinds import Kind, descriptions, file_kind, kind_named
 
-__all__ = ["file_kind", "scan"]
-
-_SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
-_SHELL_EXT = (".sh", ".bash", ".sbatch", ".slurm")
-_CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".hip", ".h", ".hpp", ".hh")
-
-
-def file_kind(path: str, text: str | None = None) -> str | None:
-    """"shell", "dockerfile", "yaml", "dotenv", "notebook", "cpp" or None."""
-    base = os.path.basename(path)
-    lower = base.lower()
-    if lower.endswith(_CPP_EXT):
-        return "cpp"
-    if lower.endswith(_SHELL_EXT) or lower == ".envrc":
-        return "shell"
-    if lower.endswith((".yaml", ".yml")):
-        return "yaml"
-    if lower.endswith(".ipynb"):
-        return "notebook"
-    if lower == ".env" or lower.endswith(".env"):
-        return "dotenv"
-    if (lower in ("dockerfile", "containerfile") or lower.endswith(".dockerfile")
-            or lower.startswith(("dockerfile.", "containerfile."))):
-        return "dockerfile"
-    if text is not None and "." not in base and _SHEBANG.match(text):
-        return "shell"
-    return None
+__all__ = ["descriptions", "file_kind", "scan"]
 
 
 # Every table name contains "NCCL"; a file without it, "nccl-legacy" or "nccl2" cannot match.
@@ -57,10 +28,11 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
 
     ``precheck=False`` parses even files that cannot match (benchmarks/bench_files.py
     checks that it changes no finding)."""
-    kind = file_kind(path, text)
-    if kind is None:
+    name = file_kind(path, text)
+    if name is None:
         return None
-    if kind == "cpp":
+    kind = kind_named(name)
+    if kind.pipeline == "cpp":
         from ._cpp import Found, may_match, scan_cpp
 
         if precheck and not may_match(text):
@@ -68,7 +40,7 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
         # A report computes the fixed point too: a fix can copy code with a finding of its own.
         memo: dict[str, Found] = {}
         return fixed_point(text, options, lambda t, opts, verify: scan_cpp(path, t, opts, memo))
-    if kind == "notebook":
+    if kind.pipeline == "notebook":
         from ._notebook import scan_notebook
 
         return scan_notebook(path, text, options)
@@ -82,24 +54,13 @@ def scan(path: str, text: str, options: Options, *, precheck: bool = True) -> Fi
                        again=lambda result: any(options.wants_fix(f.fix) and not f.applied for f in result.findings))
 
 
-def _scan_once(kind: str, path: str, text: str, options: Options) -> tuple[FileResult, Alignment | None]:
-    sink = Collector(path, text, options)
-    if kind == "shell":
-        from ._shell import scan_shell
-
-        scan_shell(path, text, sink)
-    elif kind == "dotenv":
-        from ._dotenv import scan_dotenv
-
-        scan_dotenv(text, sink)
-    elif kind == "dockerfile":
-        from ._dockerfile import scan_dockerfile
-
-        scan_dockerfile(text, sink)
+def _scan_once(kind: Kind, path: str, text: str, options: Options) -> tuple[FileResult, Alignment | None]:
+    sink = Collector(path, text, options, comments=kind.comments)
+    fn = kind.scan_fn()
+    if kind.path_arg:
+        fn(path, text, sink)
     else:
-        from ._yaml import scan_yaml
-
-        scan_yaml(text, sink)
+        fn(text, sink)
     result = sink.result()
     if result.new_text is None:
         return result, None

@@ -27,6 +27,7 @@ from ..._envvars import (
 )
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._shared import shared_note
+from .._suppress import HASH
 from ._comments import with_comments
 from ._text import Edit, LineIndex, apply_edits, suppressed
 
@@ -157,6 +158,7 @@ class Collector:
     path: str
     text: str
     options: Options
+    comments: tuple[str, ...] = (HASH,)  # the kind's comment markers, which an `ncclx: ignore` follows
     # Extra 0-based lines whose comment suppresses a finding on a given line (Dockerfile:
     # the comment line above an instruction).
     extra_suppress: dict[int, list[int]] = field(default_factory=dict)
@@ -230,7 +232,8 @@ class Collector:
                 hit = replace(hit, fix=fix, edits=vetted, detail=f"{hit.detail} {why}".strip())
             line = index.line_of(hit.offset)
             lines = [line, *hit.also_lines, *self.extra_suppress.get(line, ())]
-            if any(suppressed(index.line_text(n), hit.code) for n in lines if 0 <= n < len(index)):
+            if any(suppressed(index.line_text(n), hit.code, m)
+                   for n in lines if 0 <= n < len(index) for m in self.comments):
                 continue
             row, col = index.position(hit.offset)
             applied = False

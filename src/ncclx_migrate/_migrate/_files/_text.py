@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from .._suppress import ALL, codes_in, ignore_comments
+from .._suppress import ALL, HASH, codes_in, ignore_comments
 
 __all__ = [
     "Edit",
@@ -73,10 +73,10 @@ def newline_of(text: str) -> str:
     return "\r\n" if i > 0 and text[i - 1] == "\r" else "\n"
 
 
-def suppressed(line_text: str, code: str) -> bool:
-    """True when a `#` comment on the line says `ncclx: ignore` (bare, or naming ``code``): the
-    syntax of _suppress, matched per physical line here."""
-    for m in ignore_comments().finditer(line_text):
+def suppressed(line_text: str, code: str, marker: str = HASH) -> bool:
+    """True when a comment (``marker``: `#` or `//`) on the line says `ncclx: ignore` (bare,
+    or naming ``code``): the syntax of _suppress, matched per physical line here."""
+    for m in ignore_comments(marker).finditer(line_text):
         codes = codes_in(m)
         if codes is ALL or any(code.startswith(c) for c in codes):
             return True
