@@ -138,3 +138,24 @@ def test_a_read_only_mount_leaves_the_file(small_fs: Path) -> None:
     (small_fs / "m.py").write_text(REDUNDANT)
     subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True, capture_output=True, timeout=10)
     _failed_write(small_fs, "Read-only file system")
+
+
+def test_positions_after_a_failed_write_are_in_the_file_on_disk(small_fs: Path) -> None:
+    """The fixes add lines above a finding they leave (NCX110 ``name()``): after a write that
+    fails, that finding is placed where it is in the file as it is, as a report places it, not
+    in the fixed text that was never written (issue 37)."""
+    source = Path(__file__).parents[1] / "fixtures" / "python" / "ncx110_isinstance.in.py"
+    (small_fs / "m.py").write_text(source.read_text())
+    report = run_bounded("migrate", "--format", "json", "m.py", cwd=small_fs)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True, capture_output=True, timeout=10)
+    proc = run_bounded("migrate", "--write", "--format", "json", "m.py", cwd=small_fs)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    got = json.loads(proc.stdout)
+    assert [e["message"] for e in got["errors"]] == ["cannot write: Read-only file system"]
+    on_disk = (small_fs / "m.py").read_text().splitlines()
+    where = [(f["line"], f["column"], f["code"], f["applied"]) for f in got["findings"]]
+    assert where == [(f["line"], f["column"], f["code"], False) for f in json.loads(report.stdout)["findings"]]
+    left = [f for f in got["findings"] if f["fix"] == "none"]
+    assert [(f["line"], on_disk[f["line"] - 1].strip()) for f in left] == [(19, 'return backend.name() == "nccl"')]
+    text = run_bounded("migrate", "--write", "m.py", cwd=small_fs)
+    assert "m.py:19:12: NCX110 name() is" in text.stdout, text.stdout

@@ -132,6 +132,10 @@ def _needs_parse(text: str, options: Options) -> bool:
 
 def process_text(path: str, text: str, options: Options) -> FileResult | None:
     """The scanner for ``path``'s kind; None when no scanner handles it."""
+    return _scan(path, text, options)
+
+
+def _scan(path: str, text: str, options: Options) -> FileResult | None:
     if path.endswith((".py", ".pyw")) or path == "-":
         # libcst comes with it: a run that reuses every result (_cache) never imports it.
         from ._python import transform_source
@@ -316,17 +320,28 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
             try:
                 _write_atomic(path, result.new_text.encode(encoding), read)
             except UnicodeEncodeError as exc:
-                _unwritten(result, f"the fixed text has {exc.object[exc.start]!r}, which {encoding} "
-                                   "(its coding declaration) cannot hold; left alone")
+                out.result = _unwritten(path, text, options, result, f"the fixed text has {exc.object[exc.start]!r}, "
+                                        f"which {encoding} (its coding declaration) cannot hold; left alone")
             except OSError as exc:
-                _unwritten(result, str(exc) if isinstance(exc, Changed) else f"cannot write: {exc.strerror or exc}")
+                out.result = _unwritten(path, text, options, result,
+                                        str(exc) if isinstance(exc, Changed) else f"cannot write: {exc.strerror or exc}")
     return out
 
 
-def _unwritten(result: FileResult, why: str) -> None:
-    result.error = why
+def _unwritten(path: str, text: str, options: Options, result: FileResult, why: str) -> FileResult:
+    """The result of a write that failed or was refused: nothing applied, and every finding
+    at its place in the file as it is on disk (``result``'s findings left point into the fixed
+    text that was never written), so the scan is made again with positions as given."""
+    try:
+        again = _scan(path, text, dataclasses.replace(options, positions_as_given=True))
+    except Exception:  # (it ran once already; keep what it gave then)
+        again = None
+    if again is not None and again.error is None:
+        result = again
+    result.error, result.new_text = why, None
     for f in result.findings:
         f.applied = False
+    return result
 
 
 def suppression_warnings(text: str, path: str = "") -> list[str]:
