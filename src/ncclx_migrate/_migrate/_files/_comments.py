@@ -79,11 +79,24 @@ def with_comments(index: LineIndex, edit: Edit) -> Edit:
     indent = _indent(index.line_text(first))
     start = _comment_start(index, first, indent)
     if start in (edit.start, 0):  # the comments open the file: they are about the file
-        return edit
+        return _one_blank(index, edit)
     after = index.line_of(edit.end) if edit.end < len(text) else None
     ends_paragraph = after is None or not index.line_text(after).strip() or len(
         _indent(index.line_text(after))) < len(indent)
     if not ends_paragraph and not explains_only(text[start:edit.start], text[edit.start:edit.end],
                                                 index.line_text(after) if after is not None else ""):
-        return edit  # a header of the lines that stay
-    return Edit(start, edit.end, "")
+        return _one_blank(index, edit)  # a header of the lines that stay
+    return _one_blank(index, Edit(start, edit.end, ""))
+
+
+def _one_blank(index: LineIndex, edit: Edit) -> Edit:
+    """A deletion of whole lines between two blank lines takes the blank line after it too:
+    one blank line stays where there was one, not two."""
+    text, start, end = index.text, edit.start, edit.end
+    if start == 0 or end >= len(text) or index.line_text(index.line_of(start - 1)).strip():
+        return edit
+    after = index.line_of(end)
+    if index.line_text(after).strip():
+        return edit
+    _, _, full = index.bounds(after)
+    return Edit(start, full, "")

@@ -1,8 +1,9 @@
 """The project's line length: the formatter it runs decides, as that formatter reads it.
 
 A fix that adds text must not push a line past the limit the project enforces, and lines the
-project's formatter would not leave there.  A project runs a formatter when black or ruff's
-formatter is a hook of its ``.pre-commit-config.yaml``, when pyproject.toml has ``[tool.black]``,
+project's formatter would not leave there.  A project runs a formatter when black, ufmt
+(usort, then black), ruff's formatter or yapf is a hook of its ``.pre-commit-config.yaml``
+(every one of them must leave the line alone: the shortest length wins), when pyproject.toml has ``[tool.black]``,
 ``[tool.ruff.format]`` (ruff.toml: ``[format]``) or ``[tool.ufmt]`` (black, or ruff with
 ``formatter = "ruff-api"``), or when yapf is configured.  Its length is resolved as it
 resolves it: a pre-commit hook's ``--line-length``; black's project root (the nearest folder
@@ -141,9 +142,25 @@ def _hook_length(args: object) -> int | None:
     return None
 
 
-def _pre_commit(d: Path) -> tuple[str, int | None] | None:
-    """The formatter hook of the nearest ``.pre-commit-config.yaml`` (pre-commit runs from the
-    repository root) and the line length its args give."""
+# A pre-commit hook id -> the formatter it runs: ufmt runs black (or ruff's formatter, by its
+# [tool.ufmt] formatter), usort only sorts imports and decides no length.
+_HOOKS = {"black": "black", "black-jupyter": "black", "ufmt": "ufmt", "ruff-format": "ruff", "yapf": "yapf"}
+
+
+def _hook_kind(hook: dict[str, object]) -> str | None:
+    """The formatter a hook runs: by its id, or for a local hook by its ``entry`` command."""
+    kind = _HOOKS.get(str(hook.get("id")))
+    if kind is None:
+        words = str(hook.get("entry") or "").split()
+        kind = {"black": "black", "ufmt": "ufmt", "yapf": "yapf"}.get(words[0] if words else "")
+        if words[:2] == ["ruff", "format"]:
+            kind = "ruff"
+    return kind
+
+
+def _pre_commit(d: Path) -> list[tuple[str, int | None]] | None:
+    """The formatter hooks of the nearest ``.pre-commit-config.yaml`` (pre-commit runs from the
+    repository root), each with the line length its args give; None without such a file."""
     for p in _ups(d):
         config = p / ".pre-commit-config.yaml"
         if not config.is_file():
@@ -157,40 +174,53 @@ def _pre_commit(d: Path) -> tuple[str, int | None] | None:
             data = yaml.safe_load(text)
         except yaml.YAMLError:
             return None
+        found: list[tuple[str, int | None]] = []
         repos = data.get("repos") if isinstance(data, dict) else None
         for repo in repos if isinstance(repos, list) else []:
             for hook in (repo.get("hooks") or []) if isinstance(repo, dict) else []:
-                kind = {"black": "black", "black-jupyter": "black", "ruff-format": "ruff",
-                        "yapf": "yapf"}.get(str(hook.get("id")) if isinstance(hook, dict) else "")
+                kind = _hook_kind(hook) if isinstance(hook, dict) else None
                 if kind is not None:
-                    return kind, _hook_length(hook.get("args"))
-        return None
+                    found.append((kind, _hook_length(hook.get("args"))))
+        return found or None
     return None
 
 
-def _formatter(d: Path) -> int | None:
-    """The line length of the formatter the project runs, or None when it runs none."""
-    hook = _pre_commit(d)
-    if hook is not None:
-        kind, given = hook
-        if given:
-            return given
-        if kind == "black":
-            return _black(d)
-        if kind == "ruff":
-            ruff = _ruff_config(d)
-            return _ruff_length(*ruff) if ruff else DEFAULT_LINE_LENGTH
-        return _yapf(d) or 79
+def _ufmt(d: Path) -> int:
+    """ufmt's formatter: black, or ruff's with ``[tool.ufmt] formatter = "ruff-api"``."""
     for p in _ups(d):
-        tool = _pyproject(p)
-        if isinstance(tool.get("black"), dict):
-            return _black(d)
-        ufmt = tool.get("ufmt")
+        ufmt = _pyproject(p).get("ufmt")
         if isinstance(ufmt, dict):
             if ufmt.get("formatter") == "ruff-api":
                 ruff = _ruff_config(d)
                 return _ruff_length(*ruff) if ruff else DEFAULT_LINE_LENGTH
+            break
+    return _black(d)
+
+
+def _hook(d: Path, kind: str, given: int | None) -> int:
+    if given:
+        return given
+    if kind == "black":
+        return _black(d)
+    if kind == "ufmt":
+        return _ufmt(d)
+    if kind == "ruff":
+        ruff = _ruff_config(d)
+        return _ruff_length(*ruff) if ruff else DEFAULT_LINE_LENGTH
+    return _yapf(d) or 79
+
+
+def _formatter(d: Path) -> int | None:
+    """The line length of the formatter the project runs, or None when it runs none."""
+    hooks = _pre_commit(d)
+    if hooks:  # every formatter the hooks run must leave the line alone: the shortest wins
+        return min(_hook(d, kind, given) for kind, given in hooks)
+    for p in _ups(d):
+        tool = _pyproject(p)
+        if isinstance(tool.get("black"), dict):
             return _black(d)
+        if isinstance(tool.get("ufmt"), dict):
+            return _ufmt(d)
     ruff = _ruff_config(d)
     if ruff is not None:
         path, table = ruff

@@ -191,8 +191,9 @@ def _split_ops(e: cst.BaseExpression, down: cst.ParenthesizedWhitespace) -> cst.
 
 def wrap_assigned(a: Analyzer, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
     """``updated`` (``original`` with a target added: ``a = b = value``) as black lays it out when
-    its first line outgrows the length: the value's call split at its bracket when the line up to
-    it fits, else the value between parentheses on a line of its own.  A value with a comment, or
+    its first line outgrows the length: where the targets alone do not fit, inside the last
+    target's brackets; else the value's call split at its bracket when the line up to it fits,
+    else the value between parentheses on a line of its own.  A value with a comment, or
     that does not fit either way, is left as it is."""
     rng = a.pos(original)
     line = a.line(rng.start.line)
@@ -203,6 +204,8 @@ def wrap_assigned(a: Analyzer, original: cst.Assign, updated: cst.Assign) -> cst
     code = _code(value)
     if "#" in code or len(head + code.split("\n", 1)[0]) <= limit:
         return updated
+    if len(head) + 2 > limit:  # black: the targets and "(" do not fit; split the last target
+        return _split_last_target(updated, indent, limit)
     flat = value
     if "\n" in code:  # a call already split at its bracket: its arguments on one line again
         if not (isinstance(value, cst.Call) and all("\n" not in _code(arg.value) for arg in value.args)):
@@ -220,6 +223,24 @@ def wrap_assigned(a: Analyzer, original: cst.Assign, updated: cst.Assign) -> cst
             lpar=[cst.LeftParen(whitespace_after=line_break(indent + "    "))],
             rpar=[cst.RightParen(whitespace_before=line_break(indent))]))
     return updated
+
+
+def _split_last_target(updated: cst.Assign, indent: str, limit: int) -> cst.Assign:
+    """``a = x[``, ``"KEY"``, ``] = value`` on three lines: black's split of a chained
+    assignment whose targets outgrow the line, inside the last target's brackets (where each
+    of the three lines fits; otherwise the statement is left as it is)."""
+    sub = updated.targets[-1].target
+    value = _code(updated.value)
+    if not (isinstance(sub, cst.Subscript) and len(sub.slice) == 1) or "\n" in value:
+        return updated
+    first = indent + "".join(_code(t) for t in updated.targets[:-1]) + _code(sub.value) + "["
+    key = indent + "    " + _code(sub.slice[0])
+    tail = indent + "] = " + value
+    if max(len(first), len(key), len(tail)) > limit:
+        return updated
+    split = sub.with_changes(lbracket=cst.LeftSquareBracket(whitespace_after=line_break(indent + "    ")),
+                             rbracket=cst.RightSquareBracket(whitespace_before=line_break(indent)))
+    return updated.with_changes(targets=[*updated.targets[:-1], updated.targets[-1].with_changes(target=split)])
 
 
 def _split_args(call: cst.Call, indent: str, limit: int) -> cst.Call | None:
