@@ -8,6 +8,7 @@
 #         .venv-2.13     torch 2.13.0 (CPU wheel; local file where the machine has one) + ncclx-migrate
 #         .venv-2.14     torch 2.14.1 (the nccl2 opt-in release; local file where the machine has one) + ncclx-migrate
 #         /usr/bin/chromium  Debian's chromium for the browser tests, installed when run as root
+#         slurm-wlm, munge   Debian's Slurm for the `slurm` tests (scripts/slurm-local.sh), as root
 # Usage: scripts/bootstrap.sh [demo|main|all]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,18 @@ if [ "$what" = all ] && [ ! -x /usr/bin/chromium ]; then
   else
     echo "bootstrap: /usr/bin/chromium is missing and this is not root: the browser tests will skip" \
       "(as root: apt-get install chromium)" >&2
+  fi
+fi
+
+# The `slurm` tests run a one-node Slurm (scripts/slurm-local.sh) from Debian's packages.
+if [ "$what" = all ] && ! command -v slurmctld >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing slurm-wlm and munge (slurm tests)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; } >/dev/null 2>&1 \
+      || echo "bootstrap: could not install slurm-wlm/munge: the slurm tests will skip (and fail in CI)" >&2
+  else
+    echo "bootstrap: slurm-wlm is missing and this is not root: the slurm tests will skip" \
+      "(as root: apt-get install slurm-wlm munge)" >&2
   fi
 fi
 

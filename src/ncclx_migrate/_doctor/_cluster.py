@@ -174,22 +174,44 @@ def run_cluster(
 MISSING_WHEN_STOPPED = "they had not reported when the launcher stopped the job"
 
 
-def mark_stopped(consistency: CheckResult, waited_s: float, reports: int, world: int) -> None:
+def launcher() -> str:
+    """Who started this rank, for the stop's wording: srun (a Slurm step, no torchrun agent) or torchrun."""
+    if os.environ.get("SLURM_STEP_ID") is not None and not os.environ.get("TORCHELASTIC_RUN_ID"):
+        return "srun"
+    return "torchrun"
+
+
+# Why the launcher stops rank 0, and where to find the task that failed first.
+STOP_WHY = {
+    "torchrun": ("torchrun: when a rank dies",
+                 "find the rank that failed first in the launcher's log (torchrun names it and its exit "
+                 "code) and read its output; --max-restarts 0 keeps torchrun from starting the job again"),
+    "srun": ("srun: when a task exits non-zero under --kill-on-bad-exit, or at the job's time limit",
+             "find the task that failed first in srun's output (\"srun: error: NODE: task N: Exited with "
+             "exit code C\") and read its output; \"CANCELLED ... DUE TO TIME LIMIT\" there means the "
+             "time limit stopped it: raise --time"),
+}
+
+
+def mark_stopped(consistency: CheckResult, waited_s: float, reports: int, world: int,
+                 by: str = "torchrun") -> None:
     """``consistency`` of a gather that a SIGTERM ended: the stop first, in the message (JSON)
-    and in the problems the text lists, and missing ranks not blamed on their start-up."""
+    and in the problems the text lists, and missing ranks not blamed on their start-up.
+    ``by``: the launcher ("torchrun" or "srun"), whose words the stop and its fix use."""
+    why, remedy = STOP_WHY.get(by, STOP_WHY["torchrun"])
     stopped = f"stopped (SIGTERM) after {waited_s:.1f}s of waiting, with {reports} of {count(world, 'report')}"
     consistency.status = Status.FAIL
     consistency.message = f"{stopped}; {consistency.message}"
     consistency.details["stopped_by"] = "SIGTERM"
+    consistency.details["launcher"] = by
     problems = consistency.details.setdefault("problems", [])
     for p in problems:
         if "did not report" in str(p.get("message")):
             p["remedy"] = MISSING_WHEN_STOPPED
     problems.insert(0, {
         "status": Status.FAIL.value,
-        "message": f"{stopped}: the launcher stops every rank when one fails (torchrun: when a rank dies)",
-        "remedy": "find the rank that failed first in the launcher's log (torchrun names it and its exit "
-                  "code) and read its output; --max-restarts 0 keeps torchrun from starting the job again",
+        "message": f"{stopped}: the launcher stops every rank when one fails ({why})",
+        "remedy": remedy,
     })
     consistency.remedy = "; ".join(dict.fromkeys(str(p["remedy"]) for p in problems if p.get("remedy")))
 
@@ -241,7 +263,7 @@ def _run_cluster(options: Options, rank: int, world: int, addr: str, port: int, 
         consistency.message += "; unreadable reports from " + ", ".join(
             f"rank {r} ({e})" for r, e in sorted(got.bad.items()))
     if stop:
-        mark_stopped(consistency, gather_ms / 1000, len(got.sources), world)
+        mark_stopped(consistency, gather_ms / 1000, len(got.sources), world, launcher())
     try:
         store.set("done", "1")
     except Exception:  # the launcher may be tearing the store down
