@@ -36,7 +36,28 @@ _SUMMARIES = {
 }
 
 
+class _Interrupted(Exception):
+    """Ctrl-C in a command, carried past click's own handler (which prints a blank line first)."""
+
+
+def fresh_line() -> None:
+    """On a terminal, start ``ncclx``'s next stderr line at the left margin over whatever the
+    line holds (a progress count, the terminal's ``^C`` echo): its own line, no blank one above."""
+    import os
+    import sys
+
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K" if os.environ.get("TERM") != "dumb" else "\r" + " " * 79 + "\r")
+        sys.stderr.flush()
+
+
 class _LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _Interrupted() from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
@@ -86,12 +107,13 @@ def main() -> None:
     try:
         code = cli.main(prog_name="ncclx", standalone_mode=False)
     except click.exceptions.Abort as exc:
-        if isinstance(exc.__context__, KeyboardInterrupt):
+        if isinstance(exc.__context__, KeyboardInterrupt):  # while parsing the command line
             click.echo("ncclx: interrupted", err=True)
             sys.exit(130)
         click.echo("Aborted!", err=True)  # end of input at a prompt
         sys.exit(1)
-    except KeyboardInterrupt:  # raised outside click's own handler (while reporting)
+    except (_Interrupted, KeyboardInterrupt):  # in a command, or outside click (while reporting)
+        fresh_line()
         click.echo("ncclx: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:

@@ -216,6 +216,17 @@ def test_bad_baselines_and_flags_are_one_line_errors(tmp_path: Path) -> None:
     assert ncclx(tmp_path, "--diff", "--baseline", "x.json", "--update-baseline").exit_code == 2
 
 
+def test_update_baseline_onto_another_file_advises_another_file(tmp_path: Path) -> None:
+    """It refuses to overwrite requirements.txt, so it must not advise --update-baseline on it."""
+    project(tmp_path)
+    (tmp_path / "requirements.txt").write_text("torch==2.15\n")
+    got = ncclx(tmp_path, "--baseline", "requirements.txt", "--update-baseline")
+    assert got.exit_code == 2 and (tmp_path / "requirements.txt").read_text() == "torch==2.15\n"
+    assert got.stderr.startswith("ncclx migrate: error: requirements.txt: not a baseline (invalid JSON")
+    assert got.stderr.rstrip().endswith("; choose another file for --baseline (--update-baseline creates it), "
+                                        "or delete this one if it was a baseline")
+
+
 def test_gitlab_code_quality_as_ruff_writes_it(tmp_path: Path) -> None:
     project(tmp_path)
     (tmp_path / "sub").mkdir()

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from .._shown import shown
 from ._merge import EVERYONE_RE
 from ._model import CheckResult, Report, Status
 
@@ -53,7 +54,8 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
+    # Messages carry other ranks' and hosts' text (hostnames, env values): shown, never sent.
+    return textwrap.wrap(shown(text), width, initial_indent=first, subsequent_indent=rest,
                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
 
 
@@ -93,7 +95,8 @@ def _title(check_id: str) -> str:
 
 def header_text(report: Report) -> str:
     rank = f", rank {report.rank}" if report.rank is not None else ""
-    return f"ncclx doctor: level {report.level}, host {report.host}{rank}, torch {report.torch or 'not installed'}"
+    return (f"ncclx doctor: level {report.level}, host {shown(report.host)}{rank}, "
+            f"torch {shown(report.torch or 'not installed')}")
 
 
 def header_lines(report: Report, width: int) -> list[str]:
@@ -117,7 +120,7 @@ def backend_text(report: Report) -> str:
 
 def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
     mark, code = _MARK[c.status]
-    lead = f"  {mark.ljust(5)} {c.id.ljust(_ID_WIDTH)}  "
+    lead = f"  {mark.ljust(5)} {shown(c.id).ljust(_ID_WIDTH)}  "
     # Messages start in the column after the id; on a narrow terminal under the mark instead.
     col = " " * (len(lead) if len(lead) <= width // 2 else 8)
     problems = _problems(c)
@@ -183,7 +186,7 @@ class Progress:
         if not self.live:
             return
         self._clear()
-        text = text[: self.width - 1]
+        text = shown(text)[: self.width - 1]
         self._write(text)
         self._shown = len(text)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from .._format import format_option
+from .._words import count
 from ._analyze import analyze
 from ._load import MAX_DUMP_BYTES, DumpError, load_dir, read_raw, repaired_pickle_obj, show
 from ._render import render_human, to_json
@@ -113,7 +114,7 @@ def repair(folder: Path, out: Path, prefix: str | None, jobs: int | None, max_du
             name = dump.path.name
             data = pickle.dumps(repaired_pickle_obj(dump, read_raw(dump.path, max_bytes)))
             (tmp / name).write_bytes(data)
-            lines.append(f"{out / name}: rank {rank} ({rec}, {dump.n_entries} entries)")
+            lines.append(f"{out / name}: rank {rank} ({rec}, {count(dump.n_entries, 'entry', 'entries')})")
         tmp.chmod(0o755)
         os.replace(tmp, out)  # onto a missing or empty OUT: atomic
         tmp = None
@@ -131,6 +132,6 @@ def repair(folder: Path, out: Path, prefix: str | None, jobs: int | None, max_du
     for line in ds.ignored:
         click.echo(f"ignored: {show(line)}")
     for line in ds.repairs:
-        click.echo(f"repaired: {line}")
+        click.echo(f"repaired: {show(line)}")
     if ds.repairs == []:
         click.echo("nothing to repair; files copied")

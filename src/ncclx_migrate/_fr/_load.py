@@ -31,6 +31,7 @@ from itertools import chain, compress, islice, repeat
 from pathlib import Path
 from typing import Any
 
+from .._shown import shown
 from ._pickle import DumpError, load_restricted
 
 __all__ = [
@@ -62,10 +63,8 @@ TOP_FRAMES = 4
 _TEXT_CAP = 500
 
 
-def show(text: object) -> str:
-    """``text`` as one printable line: lone surrogates (non-UTF-8 names) escaped, newlines too."""
-    s = text if isinstance(text, str) else os.fsdecode(text) if isinstance(text, (bytes, Path)) else str(text)
-    return s.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
+# Every name and message from a dump is printed through the one helper for another machine's text.
+show = shown
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._shown import shown, shown_lines
 from .._words import count
 from ._analyze import Diagnosis, GroupReport, Incomplete, Mismatch
 from ._frames import is_user
@@ -45,7 +46,7 @@ def frame_json(frame: tuple[str, str, int] | None) -> dict[str, Any] | None:
 
 
 def _frame_text(frame: tuple[str, str, int]) -> str:
-    return f"{frame[0]} at {frame[1]}:{frame[2]}"
+    return f"{shown(frame[0])} at {shown(frame[1])}:{frame[2]}"
 
 
 def stuck_at(diag: Diagnosis, g: GroupReport) -> dict[int, tuple[str, str, int]]:
@@ -69,7 +70,7 @@ def called_from(inc: Incomplete | None) -> tuple[str, str, int] | None:
 
 
 def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
-    what = f"{inc.op} #{inc.seq} of group {g.label}"
+    what = f"{shown(inc.op)} #{inc.seq} of group {shown(g.label)}"
     lines: list[str] = []
     if inc.why == "never-entered":
         waited = inc.entered_ranks
@@ -94,19 +95,19 @@ def _incomplete_lines(g: GroupReport, inc: Incomplete) -> list[str]:
 
 
 def _mismatch_line(g: GroupReport, m: Mismatch) -> str:
-    what = f"#{m.seq} of group {g.label}"
+    what = f"#{m.seq} of group {shown(g.label)}"
     culprits = m.culprit_ranks
     if m.field == "op":
-        found = sorted(set(m.found.values()))
+        found = sorted({shown(v) for v in m.found.values()})
         return (
             f"{rank_list(culprits)} called {' / '.join(found)} as collective {what} "
-            f"where the other ranks called {m.expected}"
+            f"where the other ranks called {shown(m.expected)}"
         )
     label = {"input_sizes": "input sizes", "input_dtypes": "input dtypes"}[m.field]
-    found = sorted(set(m.found.values()))
+    found = sorted({shown(v) for v in m.found.values()})
     return (
-        f"{rank_list(culprits)} passed {label} {' / '.join(found)} to {m.op} {what} "
-        f"where the other ranks passed {m.expected}"
+        f"{rank_list(culprits)} passed {label} {' / '.join(found)} to {shown(m.op)} {what} "
+        f"where the other ranks passed {shown(m.expected)}"
     )
 
 
@@ -118,19 +119,19 @@ def _stack_lines(diag: Diagnosis, g: GroupReport) -> list[str]:
 def render_human(diag: Diagnosis) -> str:
     ds = diag.dumps
     ranks = sorted({r for _, r in ds.dumps})
-    recs = ", ".join(ds.recorders())
-    versions = sorted({d.version for d in ds.dumps.values()})
+    recs = ", ".join(shown(r) for r in ds.recorders())
+    versions = sorted({shown(d.version) for d in ds.dumps.values()})
     fmts = sorted({d.fmt for d in ds.dumps.values()})
     out = [
-        f"{count(len(ds.dumps), 'dump')} from {_span(ranks)} in {ds.folder} (prefix {ds.prefix!r}; "
+        f"{count(len(ds.dumps), 'dump')} from {_span(ranks)} in {shown(ds.folder)} (prefix {shown(repr(ds.prefix))}; "
         f"recorder {recs}; format {', '.join(versions)} {'/'.join(fmts)})"
     ]
     out += [f"repaired: {r}" for r in ds.repairs]
     out += [f"ignored: {r}" for r in ds.ignored]
     for g in diag.groups:
-        head = f"group {g.label} (pg {g.name}"
+        head = f"group {shown(g.label)} (pg {shown(g.name)}"
         if len(ds.recorders()) > 1:
-            head += f", recorder {g.recorder}"
+            head += f", recorder {shown(g.recorder)}"
         out.append(f"{head}, {_span(g.ranks)}):")
         if g.first_incomplete:
             out += ["  " + line for line in _incomplete_lines(g, g.first_incomplete)]
@@ -145,11 +146,11 @@ def render_human(diag: Diagnosis) -> str:
         # Said once: a group's first incomplete collective may already have named these ranks.
         named = {r for g in diag.groups if g.first_incomplete for r in g.first_incomplete.no_dump_ranks}
         if named >= set(diag.missing_dumps):
-            out.append(f"to get a dump from every rank ({ds.prefix}<rank> in {ds.folder}), "
+            out.append(f"to get a dump from every rank ({shown(ds.prefix)}<rank> in {shown(ds.folder)}), "
                        "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS)")
         else:
             out.append(
-                f"{rank_list(diag.missing_dumps)} left no dump (expected {ds.prefix}<rank> in {ds.folder}); "
+                f"{rank_list(diag.missing_dumps)} left no dump (expected {shown(ds.prefix)}<rank> in {shown(ds.folder)}); "
                 "turn on the watchdog (NCCLX_HANG_DUMP=SECONDS) so every rank dumps on a hang"
             )
     culprits = sorted({r for g in diag.groups for r in g.culprit_ranks})
@@ -159,8 +160,9 @@ def render_human(diag: Diagnosis) -> str:
         out.append("verdict: problem found, no single culprit (see above)")
     else:
         out.append("verdict: no hang or mismatch found")
-    # Names from dumps and file names may hold lone surrogates: escape, never crash the print.
-    return "\n".join(out).encode("utf-8", "backslashreplace").decode("utf-8")
+    # Names from dumps are another machine's text: shown, never sent (each field above, and
+    # whatever else came from a dump: no control character but the newlines made here).
+    return shown_lines("\n".join(out))
 
 
 def _retired_text(last: dict[int, int]) -> str:

@@ -126,6 +126,10 @@ def stamp(findings: Iterable[Finding], read: Callable[[str], str | None], folder
     return out
 
 
+# --update-baseline refuses a file that is not a baseline (it may be anyone's file): advise a new one.
+_ANOTHER = "choose another file for --baseline (--update-baseline creates it), or delete this one if it was a baseline"
+
+
 def load(path: str) -> Baseline:
     """Read a baseline file; raises :class:`BaselineError` (one line) if it is not one."""
     try:
@@ -136,14 +140,14 @@ def load(path: str) -> Baseline:
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: not a baseline (invalid JSON: {exc}); recreate it with --update-baseline") from None
+        raise BaselineError(f"{path}: not a baseline (invalid JSON: {exc}); {_ANOTHER}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("findings"), list):
-        raise BaselineError(f"{path}: not an {SCHEMA} baseline; recreate it with --update-baseline")
+        raise BaselineError(f"{path}: not an {SCHEMA} baseline; {_ANOTHER}")
     entries = []
     for e in doc["findings"]:
         if not (isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("path", "code", "fingerprint"))):
             raise BaselineError(f"{path}: an entry without path, code and fingerprint: {json.dumps(e)[:80]}; "
-                                "recreate it with --update-baseline")
+                                f"{_ANOTHER}")
         src = e.get("source")
         entries.append(Entry(e["path"], e["code"], src if isinstance(src, str) else "", e["fingerprint"]))
     return Baseline(path, entries)

@@ -82,6 +82,20 @@ def _cache(folder: str | None, first: str) -> _runner_cache.Cache | None:
     return _runner_cache.Cache(folder) if folder else None
 
 
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _stamps(files: list[str]) -> dict[str, tuple[int, int, int] | None]:
+    """Each file as it is before --write (a rename gives a new inode, a rewrite in place a new
+    mtime): after Ctrl-C, those that differ are the files already rewritten."""
+    return {f: _stamp(f) for f in files}
+
+
 def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
     if path is None:
         return None
@@ -198,8 +212,20 @@ def migrate(
     cache = None if no_cache or not files else _cache(cache_dir, paths[0])
     if cache is not None:  # a cache folder inside the tree is not part of the project
         files = [f for f in files if not cache.holds(f)]
-    report = run(files, options, mode, jobs=jobs, progress=progress, walked=paths, exclude=exclude,
-                 cache=cache)
+    before = _stamps(files) if write else {}
+    try:
+        report = run(files, options, mode, jobs=jobs, progress=progress, walked=paths, exclude=exclude,
+                     cache=cache)
+    except KeyboardInterrupt:
+        if write:  # the workers finish the file they are writing: each file is whole, old or new
+            from .._cli import fresh_line
+            from .._words import count
+
+            n = sum(1 for f, was in before.items() if _stamp(f) != was)
+            fresh_line()
+            click.echo(f"ncclx migrate: {n:,} of {count(len(files), 'file')} already rewritten, each in full; "
+                       "the others are as they were", err=True)
+        raise
     if cache is not None and cache.problem:
         click.echo(f"ncclx migrate: warning: {cache.problem}", err=True)
     report.outcomes += [Outcome(FileResult(path, error=why)) for path, why in walk_errors]

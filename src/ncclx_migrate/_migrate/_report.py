@@ -149,17 +149,17 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
     out = f"Found {count(len(findings), new + 'finding')} in {count(files_scanned, 'file')}"
     hint = ""
     if view.write:
-        out += f" ({fixed} fixed, {len(left)} left)."
+        out += f" ({fixed:,} fixed, {len(left):,} left)."
     elif view.diff:
         how = "--write --unsafe-fixes" if view.unsafe else "--write"
-        out += f" ({fixed} would be fixed by {how}, {len(left)} left)."
+        out += f" ({fixed:,} would be fixed by {how}, {len(left):,} left)."
     else:
         out += "."
     if not (view.write or view.diff):
         # ruff's hint, on a line of its own: unsafe fixes are "hidden" (no tag on their lines).
         hidden = f"{count(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with --write --unsafe-fixes"
         if safe:
-            hint = f"[*] {safe} fixable with --write" + (f" ({hidden})." if unsafe else ".")
+            hint = f"[*] {safe:,} fixable with --write" + (f" ({hidden})." if unsafe else ".")
         elif unsafe:
             hint = f"No fixes available ({hidden})."
     else:
@@ -167,9 +167,9 @@ def _summary(fine: list[Finding], findings: list[Finding], n_errors: int, files_
         # still changed after the last pass the run allows (no real code has shown one).
         pending = safe + (unsafe if view.unsafe else 0)
         if pending:
-            out += f" {pending} more fixable by running it again."
+            out += f" {pending:,} more fixable by running it again."
         if unsafe and not view.unsafe:
-            out += f" {unsafe} more with --unsafe-fixes."
+            out += f" {unsafe:,} more with --unsafe-fixes."
     if n_errors:
         out += f" {count(n_errors, 'file')} could not be processed."
     return out + (f"\n{hint}" if hint else "")

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from .._format import format_option
+from .._shown import json_shown, shown
 
 __all__ = ["report"]
 
@@ -48,7 +49,7 @@ def _dumps(doc: dict[str, Any]) -> str:
         else:
             text = json.dumps(value, ensure_ascii=False)
         parts.append(f" {json.dumps(key)}: {text}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+    return json_shown("{\n" + ",\n".join(parts) + "\n}\n")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,7 +89,7 @@ def report(inputs: tuple[str, ...], as_json: bool, html: Path | None, previous: 
             except BadReport as exc:
                 item = Skip(item.repo.source if not isinstance(item, Job) else item.sources[0], str(exc))
         rollup.skipped.append((item.path, item.why))
-        click.echo(f"ncclx report: skipped {item.path}: {item.why}", err=True)
+        click.echo(f"ncclx report: skipped {shown(item.path)}: {shown(item.why)}", err=True)
     if not used:
         click.echo("ncclx report: error: no input is an ncclx migrate or doctor JSON report "
                    "(save them with --format json)", err=True)

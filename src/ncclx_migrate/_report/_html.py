@@ -11,6 +11,7 @@ from typing import Any
 
 from .._htmlpage import count, esc, page
 from .._migrate._rules import SEVERITIES
+from .._words import verb
 
 __all__ = ["render_page"]
 
@@ -116,7 +117,8 @@ def _verdict(doc: dict[str, Any]) -> str:
         left.append(f"{count(rb['breaks'], 'break')} in "
                     f"{_repos(len(rb['repositories_with_breaks']))}")
     if rb["jobs_legacy"]:
-        left.append(f"{count(len(rb['jobs_legacy']), 'job')} still build legacy NCCL: "
+        n = len(rb["jobs_legacy"])
+        left.append(f"{count(n, 'job')} still {verb(n, 'builds', 'build')} legacy NCCL: "
                     + ", ".join(rb["jobs_legacy"][:8]) + (" ..." if len(rb["jobs_legacy"]) > 8 else ""))
     if rb["legacy_extensions"]:
         left.append("extensions built for legacy only: " + ", ".join(rb["legacy_extensions"][:12]))
