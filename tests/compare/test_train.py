@@ -16,11 +16,48 @@ ERROR = "[rank0]: RuntimeError: tiny: the batch at step 2 has the wrong shape"
 
 
 @_heavy
-def test_identical_arms_agree_step_by_step() -> None:
-    proc = compare("--train", "--steps", "5", "--arm", "gloo", "--arm", "gloo", "--", sys.executable, TINY, "5")
+def test_identical_arms_agree_step_by_step_and_in_step_time() -> None:
+    # 50 ms of work a step in both arms; no load on a shared node makes 9 of 10 steps of one
+    # arm twice as long as the other's: a 100% threshold keeps this test to what it proves.
+    proc = compare("--train", "--threshold", "100", "--arm", "gloo,TINY_SLEEP=0.05", "--arm", "gloo,TINY_SLEEP=0.05",
+                   "--", sys.executable, TINY, "12")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == (
-        "result: the arms agree: 1 metric equal exactly over 5 steps")
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "result: the arms agree: 1 metric equal exactly over 12 steps"
+    speed = lines[-2]
+    assert speed.startswith("  step time: B ") and " ms a step (medians); B/A " in speed
+    assert " over 10 paired steps: " in speed and "slower" not in speed
+
+
+def test_a_slower_arm_is_named_when_the_whole_interval_is_beyond_the_threshold(tmp_path: Path) -> None:
+    # Step time is what the tool measures from the lines' arrival: a script that sleeps is a
+    # real step time without the cost of a torch import per arm.
+    script = tmp_path / "steps.py"
+    script.write_text("import os, time\nfor i in range(12):\n"
+                      "    time.sleep(float(os.environ['WORK']))\n    print(f'step={i} loss={1 / (i + 1)!r}')\n")
+    proc = compare("--train", "--threshold", "100", "--arm", "gloo,WORK=0.01", "--arm", "gloo,WORK=0.2", "--",
+                   sys.executable, str(script))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("result: the arms agree: 1 metric equal exactly over 12 steps, but B is slower: "
+                           "step time B/A ")
+    assert last.endswith(") beyond the 100% threshold") and "(95% interval " in last
+
+
+def test_tokens_per_second_is_compared_where_the_output_prints_it(tmp_path: Path) -> None:
+    script = tmp_path / "tps.py"
+    script.write_text("import os\nfor i in range(12):\n"
+                      "    print(f'step {i} loss={1 / (i + 1)!r} tokens/s={int(os.environ[\"TPS\"]) + i % 3}')\n")
+    proc = compare("--train", "--format", "json", "--arm", "gloo,TPS=1000", "--arm", "gloo,TPS=400", "--",
+                   sys.executable, str(script))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    speed = report["speed"]
+    assert (speed["measure"], speed["decision"], speed["pairs"], speed["A"], speed["B"]) == (
+        "tokens/s", "slower", 11, 1001, 401)
+    assert 2.4 < speed["interval"][0] <= speed["ratio"] <= speed["interval"][1] < 2.6
+    assert report["verdict"].startswith("the arms agree: 1 metric equal exactly over 12 steps, but B is slower: "
+                                        "tokens/s B/A 2.49")
 
 
 @_heavy
@@ -72,8 +109,9 @@ def test_a_command_that_fails_in_both_arms_is_named_with_its_own_error() -> None
 
 @_heavy
 def test_a_command_that_fails_in_one_arm_is_a_difference_and_the_json_keeps_its_stderr() -> None:
-    proc = compare("--train", "--format", "json", "--arm", "gloo", "--arm", "gloo,TINY_FAIL_AT=2", "--",
-                   sys.executable, TINY, "5")
+    # Arm B is also perturbed: its numbers part at step 1, and it fails at step 2.
+    proc = compare("--train", "--format", "json", "--arm", "gloo",
+                   "--arm", perturbed("wrong:all_reduce_sum:4:0") + ",TINY_FAIL_AT=2", "--", sys.executable, TINY, "5")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     assert report["verdict"] == f"the arms diverge: arm B: the command exited 1: {ERROR}"
@@ -81,7 +119,11 @@ def test_a_command_that_fails_in_one_arm_is_a_difference_and_the_json_keeps_its_
     assert (a["failed"], a["failure"], a["returncode"]) == (False, None, 0)
     assert (b["failed"], b["failure"], b["returncode"]) == (True, ERROR, 1)
     assert b["stderr_tail"][0] == "[rank0]: Traceback (most recent call last):" and b["stderr_tail"][-1] == ERROR
-    assert report["metrics"][0]["steps"] == {"A": [0, 1, 2, 3, 4], "B": [0, 1]}
+    metric = report["metrics"][0]
+    assert metric["steps"] == {"A": [0, 1, 2, 3, 4], "B": [0, 1]}
+    assert (metric["first_divergent_step"], metric["first_divergent_value"]) == (1, 2)
+    assert report["findings"][1].startswith("metric 'loss[=:] *([-0-9.eE+]+)' diverges at step 1: B ")
+    assert "speed" not in report  # a failed run's step times are not a speed
 
 
 # torchrun's stderr (torch 2.15.0, 2 ranks, a script that raises after init_process_group),

@@ -6,7 +6,7 @@ arm's ranks, run in their own processes), ``_run`` (starts an arm, bounds it by
 ``--timeout``, names hangs), ``_cluster`` (``--cluster``: one rank per torchrun/srun task),
 ``_verdict`` (checks and timings, arm against arm), ``_render`` / ``_html`` (text and the
 page; JSON is the verdict's dict), ``_train`` (``--train``: the user's command once per
-arm), ``_cli``.  docs/compare.md describes what the user sees.
+arm; ``_trainlog`` reads its lines and errors, ``_trainspeed`` its step time), ``_cli``.  docs/compare.md describes what the user sees.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``ncclx compare``: two backend arms side by side (collectives), or ``--train -- CMD ...``.
 
-Exit status: 0 the arms agree, 1 a mismatch, hang or regression (training: a divergence),
+Exit status: 0 the arms agree, 1 a mismatch, hang or regression (training: a divergence, a failure in
+one arm, a slower step time),
 2 the comparison could not run (bad arguments, nothing to compare, an arm that cannot start),
 3 (--require-sensitivity) no finding, but the run could not have seen a slowdown of that size.
 """
@@ -93,7 +94,8 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--iters", type=click.IntRange(1, 100_000), default=ITERS, show_default=True,
               help="Timed iterations per case (nccl-tests' -n).")
 @click.option("--threshold", default="5", callback=_threshold, show_default=True, metavar="PCT",
-              help="A case whose median time is worse by more than PCT percent is a regression.")
+              help="A case whose median time is worse by more than PCT percent is a regression (with "
+                   "--train: the step time, or tokens/s).")
 @click.option("--rounds", type=click.IntRange(1, 10_000), default=ROUNDS, show_default=True,
               help="Paired rounds per case: the arms alternate, one short block each, --iters spread over them.")
 @click.option("--require-sensitivity", "require", default=None, callback=_threshold_or_none, metavar="PCT",

@@ -27,6 +27,7 @@ import click
 from .._doctor._probe import wait_or_kill
 from ._spec import Arm
 from ._trainlog import Captured, child_error, read_streams, step_name
+from ._trainspeed import compare_speed, speed_text
 
 __all__ = ["DEFAULT_METRIC", "run_train"]
 
@@ -134,9 +135,12 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
                       + "; ".join(failed))
     else:
         diverged.extend(failed)
+    arrivals: list[list[tuple[int | None, float]]] = []
     for pattern in patterns:
         seqs = [_values(pattern, r["out"].lines) for r in runs]
         seqs = [s[:steps] if steps else s for s in seqs]
+        if not arrivals:  # the first metric's lines mark the steps for the step time
+            arrivals = [[(n, at) for _, n, at in s] for s in seqs]
         item: dict[str, Any] = {"metric": pattern.pattern,
                                 "values": {a.label: [v for v, _, _ in s] for a, s in zip(arms, seqs, strict=True)},
                                 "steps": {a.label: [n for _, n, _ in s] for a, s in zip(arms, seqs, strict=True)}}
@@ -171,6 +175,9 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
         elif len(a_seq) != len(b_seq):
             diverged.append(f"metric {pattern.pattern!r}: arm A printed {len(a_seq)} steps, arm B {len(b_seq)}")
         item["compared_steps"] = min(len(a_seq), len(b_seq))
+    labels = [a.label for a in arms]
+    if not failed:
+        report["speed"] = compare_speed([r["out"].lines for r in runs], arrivals, threshold, labels)
     if refuse:
         code, verdict = 2, "no verdict: " + refuse[0]
     elif diverged:
@@ -179,6 +186,12 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
         n = min(item["compared_steps"] for item in report["metrics"])
         how = "exactly" if rtol == 0 else f"within rtol {rtol:g}"
         code, verdict = 0, f"the arms agree: {len(patterns)} metric{'s' if len(patterns) > 1 else ''} equal {how} over {n} steps"
+        speed = report["speed"]
+        if speed["decision"] == "slower":
+            low, high = speed["interval"]
+            code, verdict = 1, (f"{verdict}, but {labels[-1]} is slower: {speed['measure']} {labels[-1]}/{labels[0]} "
+                                f"{speed['ratio']:.3f} (95% interval {low:.3f} to {high:.3f}) beyond the "
+                                f"{threshold:.0%} threshold")
     report.update(verdict=verdict, exit=code, findings=[*refuse, *diverged])
     click.echo(json.dumps(report, indent=2) if as_json else _text(report, command))
     return code
@@ -196,6 +209,8 @@ def _text(report: dict[str, Any], command: list[str]) -> str:
     for item in report["metrics"]:
         lines.append(f"  {item['metric']}: " + "; ".join(
             f"{label} {len(v)} values" for label, v in item["values"].items()))
+    if "speed" in report:
+        lines.append("  " + speed_text(report["speed"], [a["label"] for a in report["arms"]]))
     lines.extend(f"  {t}" for t in report["findings"] if not report["verdict"].endswith(t))
     lines.append(f"result: {report['verdict']}")
     return "\n".join(lines)
