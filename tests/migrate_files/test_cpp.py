@@ -352,3 +352,12 @@ def test_own_subclass_cast_is_cleared_in_every_dialect(ext: str) -> None:
     text = read(FIXTURES / "cpp" / "own_subclass.in.cu").replace("__global__ void touch", "void touch")
     text = text.replace("touch<<<1, 32>>>(x);", "touch(x);")
     assert _findings(f"x{ext}", text) == [(11, "NCX306"), (38, "NCX301")]
+
+
+def test_a_copy_of_own_groups_handed_to_a_call_is_judged_as_before() -> None:
+    """The sorted copy of the runtime's own groups is its own only while nothing else may fill
+    it: handed whole to another function, its elements may come from torch."""
+    text = read(FIXTURES / "cpp" / "own_copies.in.cpp")
+    assert [c for _, c in _findings("x.cpp", text)] == ["NCX307"]
+    handed = text.replace("  for (auto& [team, backend] : ordered) {", "  refill(ordered);\n  for (auto& [team, backend] : ordered) {")
+    assert [c for _, c in _findings("x.cpp", handed)] == ["NCX307", "NCX304", "NCX301", "NCX303"]
