@@ -50,6 +50,9 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("Jenkinsfile", "", "jenkins"),
         ("ci/nightly.Jenkinsfile", "", "jenkins"),
         ("Jenkinsfile.gpu", "", "jenkins"),
+        ("jobs/train.nomad", "", "hcl"),
+        ("jobs/train.nomad.hcl", "", "hcl"),
+        ("infra/main.tf", "", "hcl"),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:

@@ -72,6 +72,8 @@ KINDS: tuple[Kind, ...] = (
          names=("pyproject.toml", "pytest.ini"), path_arg=True),
     Kind("jenkins", "Jenkinsfiles: environment {} blocks, withEnv lists and sh steps", "._jenkins:scan_jenkins",
          names=("jenkinsfile",), suffixes=(".jenkinsfile",), prefixes=("jenkinsfile.",), comments=(SLASHES, HASH)),
+    Kind("hcl", "HCL job files (Nomad .nomad .hcl, Terraform .tf): env blocks and maps, argv lists",
+         "._hcl:scan_hcl", suffixes=(".nomad", ".hcl", ".tf"), comments=(HASH, SLASHES)),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}
