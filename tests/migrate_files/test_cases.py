@@ -36,7 +36,7 @@ def _without_sources(nb: dict) -> dict:  # type: ignore[type-arg]
     return {**nb, "cells": [{k: v for k, v in c.items() if k != "source"} for c in nb["cells"]]}
 
 
-_GRAMMARS = {"make": "tree_sitter_make", "jenkins": "tree_sitter_groovy"}
+_GRAMMARS = {"make": "tree_sitter_make", "jenkins": "tree_sitter_groovy", "hcl": "tree_sitter_hcl"}
 
 
 def _check_valid(case: Case, text: str, original: str) -> None:
@@ -138,7 +138,7 @@ def test_case(case: Case, crlf: bool) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.input.parent.name for c in CASES}
-    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox", "pytest_env", "jenkins"} <= kinds
+    assert {"shell", "dockerfile", "dotenv", "yaml", "notebook", "cpp", "make", "tox", "pytest_env", "jenkins", "hcl"} <= kinds
 
 
 def _nodes(node):  # type: ignore[no-untyped-def]

@@ -50,6 +50,9 @@ from ncclx_migrate._migrate._model import FixKind, Options
         ("Jenkinsfile", "", "jenkins"),
         ("ci/nightly.Jenkinsfile", "", "jenkins"),
         ("Jenkinsfile.gpu", "", "jenkins"),
+        ("jobs/train.nomad", "", "hcl"),
+        ("jobs/train.nomad.hcl", "", "hcl"),
+        ("infra/main.tf", "", "hcl"),
     ],
 )
 def test_file_kind(path: str, text: str, kind: str | None) -> None:
@@ -207,3 +210,15 @@ def test_image_tags_and_names_are_not_backends() -> None:
     result = scan("job.yaml", text, Options())
     assert result is not None
     assert result.findings == []
+
+
+def test_docs_list_the_registered_kinds() -> None:
+    """docs/migrate-files.md's "Which files" table is the registry's (the one list of kinds)."""
+    from pathlib import Path
+
+    from ncclx_migrate._migrate._files._kinds import markdown_table
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "migrate-files.md").read_text(encoding="utf-8")
+    table = page.split("<!-- kinds: generated from _files/_kinds.py markdown_table() -->\n", 1)[1].split(
+        "<!-- /kinds -->", 1)[0]
+    assert table == markdown_table(), "rewrite the table in docs/migrate-files.md from markdown_table()"

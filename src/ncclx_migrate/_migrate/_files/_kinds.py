@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .._suppress import HASH, SLASHES
 
-__all__ = ["KINDS", "Kind", "descriptions", "file_kind", "kind_named"]
+__all__ = ["KINDS", "Kind", "descriptions", "file_kind", "kind_named", "markdown_table"]
 
 _SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
 
@@ -61,7 +61,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("notebook", "Jupyter notebooks (.ipynb)", "._notebook:scan_notebook", suffixes=(".ipynb",),
          pipeline="notebook"),
     Kind("dotenv", ".env files (.env, NAME.env)", "._dotenv:scan_dotenv", names=(".env",), suffixes=(".env",)),
-    Kind("dockerfile", "Dockerfiles and Containerfiles", "._dockerfile:scan_dockerfile",
+    Kind("dockerfile", "Dockerfiles and Containerfiles (Dockerfile, Dockerfile.NAME, NAME.Dockerfile)", "._dockerfile:scan_dockerfile",
          names=("dockerfile", "containerfile"), suffixes=(".dockerfile",), prefixes=("dockerfile.", "containerfile.")),
     Kind("make", "Makefiles (Makefile, GNUmakefile, .mk): export directives and recipe lines", "._make:scan_make",
          names=("makefile", "gnumakefile"), suffixes=(".mk",)),
@@ -72,6 +72,8 @@ KINDS: tuple[Kind, ...] = (
          names=("pyproject.toml", "pytest.ini"), path_arg=True),
     Kind("jenkins", "Jenkinsfiles: environment {} blocks, withEnv lists and sh steps", "._jenkins:scan_jenkins",
          names=("jenkinsfile",), suffixes=(".jenkinsfile",), prefixes=("jenkinsfile.",), comments=(SLASHES, HASH)),
+    Kind("hcl", "HCL job files (Nomad .nomad .hcl, Terraform .tf): env blocks and maps, argv lists",
+         "._hcl:scan_hcl", suffixes=(".nomad", ".hcl", ".tf"), comments=(HASH, SLASHES)),
 )
 
 _BY_NAME = {k.name: k for k in KINDS}
@@ -96,3 +98,11 @@ def file_kind(path: str, text: str | None = None) -> str | None:
     if text is not None and "." not in base and _SHEBANG.match(text):
         return next(k.name for k in KINDS if k.shebang)
     return None
+
+
+def markdown_table() -> str:
+    """The table of kinds in docs/migrate-files.md ("Which files"), which a test keeps equal to this."""
+    rows = ["| Kind | Files and what is read |", "|---|---|"]
+    rows += [f"| `{k.name}` | {k.description} |" for k in KINDS]
+    return "\n".join(rows) + "\n"
+
