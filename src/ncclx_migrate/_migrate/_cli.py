@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import sys
 
 import click
@@ -265,6 +266,17 @@ def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     return out
 
 
+def _same_bytes(path: str, raw: bytes) -> bool:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(raw):  # (a FIFO is never opened)
+            return False
+        with open(path, "rb") as fh:
+            return fh.read() == raw
+    except OSError:
+        return False
+
+
 def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
            baseline: _baseline.Baseline | None = None, update: bool = False) -> int:
     raw = sys.stdin.buffer.read()
@@ -281,10 +293,16 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
 
         # No --stdin-filename: a shell shebang says shell; anything else is read as Python.
         kind_path = "stdin.sh" if file_kind("-", text) == "shell" else "-"
-    if name != "-":  # an editor's buffer: labelled as in a run over its project (_scope.py)
-        context = context_files([name])
-        if context:
-            options = with_project(options, mode, context, given=(name, raw), scanned=(name,))
+    # An editor's buffer is labelled as in a run over its project (_scope.py); bare stdin (`cat
+    # train.py | ncclx migrate --write -`) as a file of the project the run was started in, so
+    # that no label is less conservative than the file run's.  A file of it that holds the very
+    # bytes read is taken to be the one piped in (not another file that sets the same names).
+    given = name if name != "-" else os.path.join(os.getcwd(), kind_path)
+    context = context_files([given])
+    if name == "-":
+        context = [f for f in context if not _same_bytes(f, raw)]
+    if context:
+        options = with_project(options, mode, context, given=(given, raw), scanned=(given,))
     result = process_text(kind_path, text, options) or FileResult(display)
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "
