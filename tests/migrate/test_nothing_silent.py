@@ -26,8 +26,22 @@ def test_a_file_holding_nothing_checkable_is_an_error(tmp_path: Path, name: str,
     assert "Traceback" not in proc.stderr
 
 
-NOTHING = ("ncclx migrate: error: src: nothing to check (no Python, shell, Dockerfile, YAML, .env or "
-           "notebook file, or --exclude/.gitignore left none)\n")
+KINDS = ("Python (.py, .pyw), shell scripts (.sh, .bash, .sbatch, .slurm, .envrc, or a shebang), Dockerfiles, "
+         "YAML, .env, notebooks, C++/CUDA (.cpp, .cc, .cxx, .cu, .cuh, .h, .hpp, .hh)")
+NOTHING = (f"ncclx migrate: error: src: nothing to check (no file of the kinds it checks: {KINDS}; "
+           "or --exclude/.gitignore left none)\n")
+
+
+def test_the_kinds_listed_are_every_kind_checked(tmp_path: Path) -> None:
+    """The list is made from the registry of kinds (_files.KINDS), so it names C++/CUDA, and
+    every kind a file can be is in it (issue 37)."""
+    from ncclx_migrate._migrate import _files
+
+    samples = ["run.sh", "Dockerfile", "job.yaml", ".env", "nb.ipynb", "ext.cu", "ext.cpp"]
+    assert {_files.file_kind(s) for s in samples} | {"python"} == set(_files.KINDS)
+    (tmp_path / "notes.md").write_text("x\n")
+    proc = run_ncclx("migrate", "notes.md", cwd=tmp_path)
+    assert f"notes.md: not a kind of file ncclx migrate checks ({KINDS}); pass --ignore-unknown" in proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])

@@ -252,17 +252,19 @@ def _warn(outcomes: list[Outcome]) -> None:
 
 def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     """A line per command-line path that holds nothing a scanner reads: never silently 0 files."""
+    from ._files import kinds_checked
+
     scanned = [o.result.path for o in outcomes if o.scanned or o.result.error]
     out = []
     for p in paths:
         if os.path.isdir(p):
             prefix = os.path.join(os.path.normpath(p), "")
             if not any(os.path.normpath(f).startswith(prefix) or os.path.normpath(p) == "." for f in scanned):
-                out.append(f"{p}: nothing to check (no Python, shell, Dockerfile, YAML, .env or notebook file, "
+                out.append(f"{p}: nothing to check (no file of the kinds it checks: {kinds_checked()}; "
                            "or --exclude/.gitignore left none)")
         elif p not in scanned and os.path.exists(p):
-            out.append(f"{p}: not a kind of file ncclx migrate checks (Python, shell scripts with a shebang or "
-                       ".sh, Dockerfiles, YAML, .env, notebooks); pass --ignore-unknown to skip such files")
+            out.append(f"{p}: not a kind of file ncclx migrate checks ({kinds_checked()}); "
+                       "pass --ignore-unknown to skip such files")
     return out
 
 

@@ -18,15 +18,32 @@ from .._lines import Alignment, line_map_edits
 from .._model import FileResult, Options
 from ._checks import Collector
 
-__all__ = ["file_kind", "scan"]
+__all__ = ["KINDS", "file_kind", "kinds_checked", "scan"]
 
 _SHEBANG = re.compile(r"^\ufeff?#!\s*\S*?(?:/|\benv\s+(?:-\S+\s+)*)(?:ba|da|k|z)?sh\b")
 _SHELL_EXT = (".sh", ".bash", ".sbatch", ".slurm")
 _CPP_EXT = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh")
 
+# Every kind of file ncclx migrate checks ("python" is the runner's; the others are what
+# file_kind returns), as a user reads it: the messages that list the kinds are made from it.
+KINDS: dict[str, str] = {
+    "python": "Python (.py, .pyw)",
+    "shell": f"shell scripts ({', '.join(_SHELL_EXT)}, .envrc, or a shebang)",
+    "dockerfile": "Dockerfiles",
+    "yaml": "YAML",
+    "dotenv": ".env",
+    "notebook": "notebooks",
+    "cpp": f"C++/CUDA ({', '.join(_CPP_EXT)})",
+}
+
+
+def kinds_checked() -> str:
+    """The kinds of :data:`KINDS`, for a message: "Python (...), shell scripts (...), ..."."""
+    return ", ".join(KINDS.values())
+
 
 def file_kind(path: str, text: str | None = None) -> str | None:
-    """"shell", "dockerfile", "yaml", "dotenv", "notebook", "cpp" or None."""
+    """A key of :data:`KINDS` other than "python" ("shell", "dockerfile", ...), or None."""
     base = os.path.basename(path)
     lower = base.lower()
     if lower.endswith(_CPP_EXT):
