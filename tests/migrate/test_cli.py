@@ -558,3 +558,15 @@ def test_use_shim_labels_are_the_same_in_report_diff_and_write(tmp_path: Path) -
         assert [ln for ln in out.splitlines() if ln.startswith("m.py:")] == findings, out
         assert "2 more with --unsafe-fixes." in out, out
     assert (tmp_path / "m.py").read_text() == _SHIM_MODULE
+
+
+def test_set_default_timeout_on_a_backend_of_unknown_group_says_why_not(tmp_path: Path) -> None:
+    """The demo's shape (a backend a helper returned) and a parameter: no fix, and the detail
+    says why (set_timeout needs the group); --use-shim --help says which shape is rewritten."""
+    tree(tmp_path, {"m.py": "def f(pg):\n    pg._set_default_timeout(30)\n"})
+    proc = run_ncclx("migrate", "--use-shim", "--format", "json", "m.py", cwd=tmp_path)
+    [f] = json.loads(proc.stdout)["findings"]
+    assert (f["code"], f["fix"]) == ("NCX111", "none")
+    assert "Not rewritten: set_timeout(timeout, group) needs the process group" in f["detail"]
+    helptext = " ".join(run_ncclx("migrate", "--help").stdout.split())
+    assert "pg._get_backend(...)._set_default_timeout(t) -> set_timeout(t, group=pg)" in helptext

@@ -109,7 +109,8 @@ def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
 @click.option("--use-shim", is_flag=True,
               help="Five fixes use ncclx_migrate.backend helpers instead of plain torch: isinstance(x, "
                    "ProcessGroupNCCL) -> is_nccl_backend(x), a backend's NCCL versions -> runtime_nccl_version() / "
-                   "build_nccl_version(), _set_default_timeout -> set_timeout(), _group_start/_group_end -> "
+                   "build_nccl_version(), pg._get_backend(...)._set_default_timeout(t) -> set_timeout(t, group=pg) (an unsafe "
+                   "fix; not on a backend whose group the function does not show), _group_start/_group_end -> "
                    "coalescing(), and C++ casts -> ncclx::is_nccl / comm_ptr. Every other fix (get_backend() == "
                    "\"nccl\" too) is the same with or without it.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
