@@ -121,3 +121,19 @@ def test_every_cited_page_and_anchor_exists() -> None:
                 if _resolve(cited, path) is None:
                     bad.append(f"{where}: {cited} is not in the repository")
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_readme_names_every_dependency_and_no_test_count() -> None:
+    """README's dependency list is pyproject.toml's (pyyaml was missing), and it states no
+    passed/skipped count, which went stale with every test added (issue 37)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0] for d in deps}
+    [line] = [ln for ln in readme.split("\n\n") if ln.startswith("The package needs only")]
+    said = {n for n in names if n.replace("tree-sitter-cpp", "C++").replace("tree-sitter-cuda", "CUDA")
+            .replace("tree-sitter", "tree-sitter's") in line}
+    assert said == names, sorted(names - said)
+    assert not re.search(r"\b[\d,]+ passed\b", readme)

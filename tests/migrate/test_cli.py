@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import on_a_terminal, other_python, run_ncclx
+from tests.conftest import ncclx_exe, on_a_terminal, other_python, run_ncclx
 
 TOGGLE = 'import os\nos.environ["TORCH_DIST_USE_NCCL2"] = "0"\n'
 # A safe fix (NCX120): the new name is added so that it takes the old one's value only
@@ -488,3 +488,85 @@ def test_env_var_advice_follows_the_target_torch(tmp_path: Path) -> None:
         assert "has no legacy backend" not in details["2.15"][code]
         assert "Torch 2.16, the oldest release this project supports, has no legacy backend" in details["2.16"][code]
     assert not any("keep it while legacy can run" in d for t in details.values() for d in t.values())
+
+
+def _stdin_recipe() -> str:
+    """docs/migrate.md's stdin recipe, the command as the page writes it."""
+    doc = (Path(__file__).parents[2] / "docs" / "migrate.md").read_text()
+    [line] = [ln for ln in doc.splitlines() if ln.startswith("$ cat train.py | ncclx migrate")]
+    return line[2:].split("   #", 1)[0].strip()
+
+
+@pytest.mark.parametrize("other_sets_it", [True, False])
+def test_bare_stdin_is_labelled_as_the_file_run(tmp_path: Path, other_sets_it: bool) -> None:
+    """migrate.md's `cat train.py | ncclx migrate --write - > train_fixed.py`, run as written in
+    a project: where another file also sets the old name the add is not safe, as in
+    `ncclx migrate train.py`, so nothing is fixed; where none does, it is (issue 37)."""
+    files = {"pyproject.toml": "", "train.py": REDUNDANT}
+    if other_sets_it:
+        files["launch.py"] = REDUNDANT + "print('launch')\n"
+    tree(tmp_path, files)
+
+    as_file = run_ncclx("migrate", "train.py", cwd=tmp_path)  # (before train_fixed.py, which sets it too)
+    path = f"{Path(ncclx_exe()).parent}{os.pathsep}{os.environ['PATH']}"
+    piped = subprocess.run(["bash", "-c", _stdin_recipe()], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PATH": path, "NO_COLOR": "1"}, timeout=120)
+    label = "[*] " if not other_sets_it else ""
+    assert f"train.py:2:1: NCX120 {label}TORCH_NCCL_TRACE_CPP_STACK" in as_file.stdout, as_file.stdout
+    piped_label = "[fixed] " if not other_sets_it else ""
+    assert f"-:2:1: NCX120 {piped_label}TORCH_NCCL_TRACE_CPP_STACK" in piped.stderr, piped.stderr
+    assert (tmp_path / "train_fixed.py").read_text() == (REDUNDANT if other_sets_it else FIXED)
+
+
+# The issue's module: an isinstance that only a fix after an unsafe one (NCX111's set_timeout)
+# can rewrite, so a --write without --unsafe-fixes must label it as the report does.
+_SHIM_MODULE = """\
+import torch
+import torch.distributed as dist
+from torch.distributed import ProcessGroupNCCL
+
+
+def is_nccl(pg):
+    backend = pg._get_backend(torch.device("cuda"))
+    if isinstance(backend, ProcessGroupNCCL):
+        return True
+    return False
+
+
+def set_timeout(pg, timeout):
+    backend = pg._get_backend(torch.device("cuda"))
+    backend._set_default_timeout(timeout)
+
+
+def main():
+    dist.init_process_group("nccl")
+    return is_nccl(dist.group.WORLD)
+"""
+
+
+def test_use_shim_labels_are_the_same_in_report_diff_and_write(tmp_path: Path) -> None:
+    tree(tmp_path, {"m.py": _SHIM_MODULE})
+    report = run_ncclx("migrate", "--use-shim", ".", cwd=tmp_path)
+    diff = run_ncclx("migrate", "--use-shim", "--diff", ".", cwd=tmp_path)
+    write = run_ncclx("migrate", "--use-shim", "--write", ".", cwd=tmp_path)
+    findings = [ln for ln in report.stdout.splitlines() if ln.startswith("m.py:")]
+    assert findings == [
+        "m.py:8:8: NCX110 isinstance against ProcessGroupNCCL is False under nccl2: use is_nccl_backend()",
+        "m.py:15:5: NCX111 _set_default_timeout does not exist under nccl2: use dist.set_timeout(timeout, group)"]
+    assert "2 hidden fixes can be enabled with --write --unsafe-fixes" in report.stdout
+    for out in (diff.stderr, write.stdout):
+        assert [ln for ln in out.splitlines() if ln.startswith("m.py:")] == findings, out
+        assert "2 more with --unsafe-fixes." in out, out
+    assert (tmp_path / "m.py").read_text() == _SHIM_MODULE
+
+
+def test_set_default_timeout_on_a_backend_of_unknown_group_says_why_not(tmp_path: Path) -> None:
+    """The demo's shape (a backend a helper returned) and a parameter: no fix, and the detail
+    says why (set_timeout needs the group); --use-shim --help says which shape is rewritten."""
+    tree(tmp_path, {"m.py": "def f(pg):\n    pg._set_default_timeout(30)\n"})
+    proc = run_ncclx("migrate", "--use-shim", "--format", "json", "m.py", cwd=tmp_path)
+    [f] = json.loads(proc.stdout)["findings"]
+    assert (f["code"], f["fix"]) == ("NCX111", "none")
+    assert "Not rewritten: set_timeout(timeout, group) needs the process group" in f["detail"]
+    helptext = " ".join(run_ncclx("migrate", "--help").stdout.split())
+    assert "pg._get_backend(...)._set_default_timeout(t) -> set_timeout(t, group=pg)" in helptext

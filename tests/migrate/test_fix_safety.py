@@ -2,7 +2,8 @@
 
 - the report's fix label is what ``--write`` applies: a finding labelled ``[*]`` is applied by
   ``--write``, one labelled ``[*]`` or unsafe (a hidden fix) by ``--write --unsafe-fixes``, nothing
-  else is; an applied finding keeps its position in the file as given (in every mode);
+  else is; an applied finding keeps its position in the file as given (in every mode); ``--write``
+  gives each finding the report's message and label; and so with and without --use-shim;
 - a fix never adds a pyflakes error: ruff's ``F`` rules, run once over every Python case's
   input and output (and the code cells of every notebook case), find no code in an output
   that its input did not have.
@@ -24,8 +25,8 @@ from ncclx_migrate._migrate._files import scan
 from ncclx_migrate._migrate._model import FileResult, FixKind, Options
 from ncclx_migrate._migrate._python import transform_source
 
-from ..migrate_files._cases import SHIM_KINDS, read
 from ..migrate_files._cases import cases as file_cases
+from ..migrate_files._cases import read
 from .test_fixtures import CASES, FIXTURES, options_for
 
 pytestmark = pytest.mark.usefixtures("reparse_check")  # tests/conftest.py
@@ -47,12 +48,35 @@ def _check_labels(run, given: Options) -> None:  # type: ignore[no-untyped-def]
     assert _keys(safe, applied=True) == labelled_safe, "--write applies what the report labels [*]"
     assert _keys(unsafe, applied=True) == labelled_any, \
         "--write --unsafe-fixes applies what the report labels [*] or unsafe"
+    # One label in every mode: --write and --diff say what the report says of each finding,
+    # the same message and fix kind, so the same "N more with --unsafe-fixes" (issue 37).
+    assert _labels(safe) == _labels(report), "--write labels each finding as the report does"
+
+
+_CITED = re.compile(r"\bline \d+")  # a cited line is in the numbering of the finding's position
+
+
+def _labels(result: FileResult) -> Counter[tuple[str, str, FixKind]]:
+    return Counter((f.code, _CITED.sub("line N", f.message), f.fix) for f in result.findings)
+
+
+def _variants(run, given: Options) -> list[Options]:  # type: ignore[no-untyped-def]
+    """``given``, and --use-shim set otherwise where that changes what the report says.  (The
+    other options that change fixes, --target-torch and --select, are each some fixture's own
+    options: `# fixture:` in its first line.)"""
+    other = dataclasses.replace(given, use_shim=not given.use_shim)
+    return [given, other] if _labels(run(other)) != _labels(run(given)) else [given]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_python_labels_are_what_write_applies(case: str) -> None:
     src = (FIXTURES / f"{case}.in.py").read_text(encoding="utf-8")
-    _check_labels(lambda o: transform_source(src, f"{case}.in.py", o), options_for(src))
+
+    def run(options: Options) -> FileResult:
+        return transform_source(src, f"{case}.in.py", options)
+
+    for options in _variants(run, options_for(src, write=False)):
+        _check_labels(run, options)
 
 
 FILE_CASES = file_cases()
@@ -69,9 +93,8 @@ def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-un
         assert result is not None and result.error is None
         return result
 
-    _check_labels(run, Options())
-    if case.kind in SHIM_KINDS:
-        _check_labels(run, Options(use_shim=True))
+    for options in _variants(run, Options()):
+        _check_labels(run, options)
 
 
 _IPYTHON_LINE = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*=\s*)?[!%]|\s*\?")  # `!cmd`, `%magic`, `x = !cmd`, `?`

@@ -26,8 +26,25 @@ def test_a_file_holding_nothing_checkable_is_an_error(tmp_path: Path, name: str,
     assert "Traceback" not in proc.stderr
 
 
-NOTHING = ("ncclx migrate: error: src: nothing to check (no Python, shell, Dockerfile, YAML, .env or "
-           "notebook file, or --exclude/.gitignore left none)\n")
+from ncclx_migrate._migrate._files import kinds_checked  # noqa: E402
+
+KINDS = kinds_checked()
+NOTHING = (f"ncclx migrate: error: src: nothing to check (no file of the kinds it checks: {KINDS}; "
+           "or --exclude/.gitignore left none)\n")
+
+
+def test_the_kinds_listed_are_every_kind_checked(tmp_path: Path) -> None:
+    """The list is made from the registry of kinds (_files.KINDS), so it names C++/CUDA, and
+    every kind a file can be is in it (issue 37)."""
+    from ncclx_migrate._migrate import _files
+
+    samples = ["run.sh", "Dockerfile", "job.yaml", ".env", "nb.ipynb", "ext.cu", "ext.cpp"]
+    assert {_files.file_kind(s) for s in samples} <= {k.name for k in _files._kinds.KINDS}
+    assert KINDS.startswith("Python (.py, .pyw); C++ and CUDA extension sources (.cpp .cc .cxx .cu .cuh")
+    assert "Makefiles" in KINDS and "Jenkinsfiles" in KINDS
+    (tmp_path / "notes.md").write_text("x\n")
+    proc = run_ncclx("migrate", "notes.md", cwd=tmp_path)
+    assert f"notes.md: not a kind of file ncclx migrate checks ({KINDS}); pass --ignore-unknown" in proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])

@@ -158,3 +158,19 @@ def test_readme_fleet_lines_as_written(fleet: tuple[Path, dict[str, Any]], tmp_p
     doc = json.loads((tmp_path / "reports" / "alpha.json").read_text())
     assert doc["project"]["name"] == "alpha" and "baseline_state" not in doc["findings"][0]
     assert (repo / "fleet.html").read_text(encoding="utf-8").count("alpha") >= 1
+
+
+def test_the_pre_commit_pin_is_a_commit_of_this_repository() -> None:
+    """`rev:` in fleet.md's and migrate.md's snippets names what pre-commit can check out: the
+    project has no release tags, so the pin is a commit of its history (issue 37)."""
+    import re
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for page in ("fleet.md", "migrate.md"):
+        revs = re.findall(r"^\s+rev: (\S+)", (ROOT / "docs" / page).read_text(), re.M)
+        assert revs, page
+        for rev in revs:
+            assert re.fullmatch(r"[0-9a-f]{40}", rev), (page, rev)
+            ok = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"], timeout=30)
+            assert ok.returncode == 0, (page, rev)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import sys
 
 import click
@@ -122,7 +123,8 @@ def _load_baseline(path: str | None, update: bool) -> _baseline.Baseline | None:
 @click.option("--use-shim", is_flag=True,
               help="Five fixes use ncclx_migrate.backend helpers instead of plain torch: isinstance(x, "
                    "ProcessGroupNCCL) -> is_nccl_backend(x), a backend's NCCL versions -> runtime_nccl_version() / "
-                   "build_nccl_version(), _set_default_timeout -> set_timeout(), _group_start/_group_end -> "
+                   "build_nccl_version(), pg._get_backend(...)._set_default_timeout(t) -> set_timeout(t, group=pg) (an unsafe "
+                   "fix; not on a backend whose group the function does not show), _group_start/_group_end -> "
                    "coalescing(), and C++ casts -> ncclx::is_nccl / comm_ptr. Every other fix (get_backend() == "
                    "\"nccl\" too) is the same with or without it.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
@@ -277,18 +279,31 @@ def _warn(outcomes: list[Outcome]) -> None:
 
 def _unchecked(paths: tuple[str, ...], outcomes: list[Outcome]) -> list[str]:
     """A line per command-line path that holds nothing a scanner reads: never silently 0 files."""
+    from ._files import kinds_checked
+
     scanned = [o.result.path for o in outcomes if o.scanned or o.result.error]
     out = []
     for p in paths:
         if os.path.isdir(p):
             prefix = os.path.join(os.path.normpath(p), "")
             if not any(os.path.normpath(f).startswith(prefix) or os.path.normpath(p) == "." for f in scanned):
-                out.append(f"{p}: nothing to check (no Python, shell, Dockerfile, YAML, .env or notebook file, "
+                out.append(f"{p}: nothing to check (no file of the kinds it checks: {kinds_checked()}; "
                            "or --exclude/.gitignore left none)")
         elif p not in scanned and os.path.exists(p):
-            out.append(f"{p}: not a kind of file ncclx migrate checks (Python, shell scripts with a shebang or "
-                       ".sh, Dockerfiles, YAML, .env, notebooks); pass --ignore-unknown to skip such files")
+            out.append(f"{p}: not a kind of file ncclx migrate checks ({kinds_checked()}); "
+                       "pass --ignore-unknown to skip such files")
     return out
+
+
+def _same_bytes(path: str, raw: bytes) -> bool:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(raw):  # (a FIFO is never opened)
+            return False
+        with open(path, "rb") as fh:
+            return fh.read() == raw
+    except OSError:
+        return False
 
 
 def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
@@ -307,10 +322,16 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
 
         # No --stdin-filename: a shell shebang says shell; anything else is read as Python.
         kind_path = "stdin.sh" if file_kind("-", text) == "shell" else "-"
-    if name != "-":  # an editor's buffer: labelled as in a run over its project (_scope.py)
-        context = context_files([name])
-        if context:
-            options = with_project(options, mode, context, given=(name, raw), scanned=(name,))
+    # An editor's buffer is labelled as in a run over its project (_scope.py); bare stdin (`cat
+    # train.py | ncclx migrate --write -`) as a file of the project the run was started in, so
+    # that no label is less conservative than the file run's.  A file of it that holds the very
+    # bytes read is taken to be the one piped in (not another file that sets the same names).
+    given = name if name != "-" else os.path.join(os.getcwd(), kind_path)
+    context = context_files([given])
+    if name == "-":
+        context = [f for f in context if not _same_bytes(f, raw)]
+    if context:
+        options = with_project(options, mode, context, given=(given, raw), scanned=(given,))
     result = process_text(kind_path, text, options) or FileResult(display)
     if name == "-" and kind_path == "-" and result.error and "parse" in result.error:
         result.error += ("; stdin is read as Python: for another kind of file pass --stdin-filename NAME "

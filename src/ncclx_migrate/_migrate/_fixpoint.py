@@ -39,11 +39,21 @@ def fixed_point(source: str, options: Options, one_pass: Pass,
     unsafe what ``--write --unsafe-fixes`` fixes besides, a fix that only follows an unsafe one
     included (that fixed point, computed only where an unsafe fix is offered)."""
     if options.apply_safe or options.apply_unsafe:
-        return _fixed_point(source, options, one_pass, again)[0]
-    report, _ = _fixed_point(source, replace(options, apply_safe=True), one_pass, again, report=True)
+        result, _, chain = _fixed_point(source, options, one_pass, again)
+        if options.apply_unsafe or result.error is not None or not any(
+                f.fix is FixKind.UNSAFE and not f.applied for f in result.findings):
+            return result
+        # --write or --diff without --unsafe-fixes: what is left is labelled as the report
+        # labels it (a fix that follows an unsafe one is unsafe, with that pass's message).
+        unsafe, after_unsafe, _ = _fixed_point(source, replace(options, apply_unsafe=True), one_pass, again,
+                                               report=True)
+        if unsafe.error is None:
+            _relabel(result, after_unsafe, chain)
+        return result
+    report, _, _ = _fixed_point(source, replace(options, apply_safe=True), one_pass, again, report=True)
     if report.error is not None or not any(f.fix is FixKind.UNSAFE for f in report.findings):
         return report
-    unsafe, after_unsafe = _fixed_point(source, replace(options, apply_unsafe=True), one_pass, again, report=True)
+    unsafe, after_unsafe, _ = _fixed_point(source, replace(options, apply_unsafe=True), one_pass, again, report=True)
     if unsafe.error is not None:
         return report
     # what only a later pass of --write --unsafe-fixes fixes is unsafe, as the fix it follows is
@@ -62,9 +72,39 @@ def fixed_point(source: str, options: Options, one_pass: Pass,
     return report
 
 
+def _relabel(result: FileResult, after_unsafe: list[Finding], chain: list[Alignment]) -> None:
+    """Label ``result``'s findings left as a report does: one that a later pass of ``--write
+    --unsafe-fixes`` fixes is unsafe, with that pass's message and detail, at its place in
+    the fixed text; one that only appears after an unsafe fix is added, moved into the fixed
+    text (``chain``: the passes of ``result``, empty when its positions are as given)."""
+    def back(line: int) -> int:
+        for moved in reversed(chain):
+            line = moved.back(line)
+        return line
+
+    def forward(line: int) -> int:
+        for moved in chain:
+            line = moved.forward(line)
+        return line
+
+    later = {(f.line, f.column, f.code): f for f in after_unsafe}
+    for f in result.findings:
+        g = later.pop((f.line if f.applied else back(f.line), f.column, f.code), None)
+        if g is not None and f.fix is FixKind.NONE and not f.applied:
+            f.fix, f.message, f.detail = FixKind.UNSAFE, g.message, g.detail
+            recite(f, lambda n: f"line {forward(n)}")  # (g cites lines of the file as given)
+    for g in later.values():
+        g.fix = FixKind.UNSAFE
+        g.line = forward(g.line)
+        recite(g, lambda n: f"line {forward(n)}")
+        result.findings.append(g)
+    result.findings.sort(key=lambda f: (f.line, f.column, f.code))
+
+
 def _fixed_point(source: str, options: Options, one_pass: Pass, again: Callable[[FileResult], bool],
-                 report: bool = False) -> tuple[FileResult, list[Finding]]:
-    """The result, and the findings a later pass than the first fixed."""
+                 report: bool = False) -> tuple[FileResult, list[Finding], list[Alignment]]:
+    """The result, the findings a later pass than the first fixed, and the passes from the
+    file as given to the text the findings left point into (empty: they point into the file)."""
     fixing = replace(options, positions_as_given=True)
     text = source
     chain: list[Alignment] = []  # the text of each pass against the next
@@ -79,8 +119,8 @@ def _fixed_point(source: str, options: Options, one_pass: Pass, again: Callable[
         if result.error is not None:
             if n:  # a fix made text that does not parse: a bug in a rule
                 return FileResult(path, error="internal error: a fix produced code that does not parse; "
-                                              "no fix applied"), []
-            return result, []
+                                              "no fix applied"), [], []
+            return result, [], []
         left = [f for f in result.findings if not f.applied]
         fixed = [f for f in result.findings if f.applied]
         if n:
@@ -107,7 +147,9 @@ def _fixed_point(source: str, options: Options, one_pass: Pass, again: Callable[
         for f in applied:
             f.applied = False
     findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
-    return FileResult(path, findings=findings, new_text=None if report or text == source else text), later
+    moved_back = report or options.positions_as_given
+    return (FileResult(path, findings=findings, new_text=None if report or text == source else text), later,
+            [] if moved_back else chain)
 
 
 def lines_back(chain: list[Alignment], findings: list[Finding]) -> None:

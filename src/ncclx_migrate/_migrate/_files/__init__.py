@@ -15,7 +15,12 @@ from .._model import FileResult, Options
 from ._checks import Collector
 from ._kinds import Kind, descriptions, file_kind, kind_named
 
-__all__ = ["descriptions", "file_kind", "scan"]
+__all__ = ["descriptions", "file_kind", "kinds_checked", "scan"]
+
+
+def kinds_checked() -> str:
+    """Every kind of file ncclx migrate checks, for a message: made from the registry (_kinds)."""
+    return "; ".join(["Python (.py, .pyw)", *descriptions()])
 
 
 # Every table name contains "NCCL"; a file without it, "nccl-legacy" or "nccl2" cannot match.

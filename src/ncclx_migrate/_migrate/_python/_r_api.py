@@ -478,6 +478,10 @@ def _member(a: Analyzer, node: cst.Attribute) -> None:
                      detail=msg + " (set_timeout also applies to the group's other backends)")
         p.reads.extend(reads)
         return
+    if name == "_set_default_timeout":
+        msg += (". Not rewritten: set_timeout(timeout, group) needs the process group, and only a backend "
+                "got here by pg._get_backend(...) (directly or through a name in this function) names it; "
+                "one a helper returned or a parameter holds does not, so pass its group to set_timeout")
     a.report(node, "NCX111", short, detail=msg)
 
 
