@@ -102,11 +102,27 @@ def test_a_warm_run_scans_only_what_changed(tmp_path: Path) -> None:
     assert changed == ["other0.py"]
 
 
-def test_no_project_root_no_cache_and_no_cache_flag(tmp_path: Path) -> None:
+def test_a_setup_py_tree_gets_its_cache_a_bare_one_none(tmp_path: Path) -> None:
+    """The issue 35 shape: a checkout whose top holds setup.py (and requirements.txt), no .git
+    and no pyproject.toml, is a project as the target torch and the scope take it: its cache
+    goes there, and a warm run prints what the cold one printed.  Under no project file there
+    is none."""
     work = tmp_path / "work"
-    shutil.copytree(ROOT / "examples" / "legacy-trainer", work, ignore=shutil.ignore_patterns("__pycache__"))
-    run_ncclx("migrate", "-q", str(work))
-    assert not list(tmp_path.rglob(".ncclx_cache"))  # no .git, no pyproject.toml: nowhere to put it
+    (work / "pkg").mkdir(parents=True)
+    (work / "setup.py").write_text('from setuptools import setup\n\nsetup(name="t", install_requires=["torch>=2.14"])\n')
+    shutil.copyfile(ROOT / "examples" / "legacy-trainer" / "train.py", work / "pkg" / "train.py")
+    cold = run_ncclx("migrate", str(work / "pkg" / "train.py"))
+    assert "target torch 2.14 (from " in cold.stderr and "setup.py" in cold.stderr  # read from it
+    assert _pack(work / ".ncclx_cache")
+    _same(cold, run_ncclx("migrate", str(work / "pkg" / "train.py")))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copyfile(work / "pkg" / "train.py", bare / "train.py")
+    run_ncclx("migrate", "-q", str(bare))
+    assert not list(bare.rglob(".ncclx_cache"))  # no project file, no .git: nowhere to put it
+
+
+def test_no_cache_flag_and_env(tmp_path: Path) -> None:
     root = _project(tmp_path / "p")
     run_ncclx("migrate", "-q", "--no-cache", ".", cwd=root)
     assert not (root / ".ncclx_cache").exists()

@@ -1,8 +1,9 @@
 """Per-file results of ``ncclx migrate`` kept between runs, so that a warm run costs what changed.
 
 Where: ``--cache-dir DIR``, else ``$NCCLX_CACHE_DIR``, else ``.ncclx_cache/`` in the project
-root (the nearest folder up from the first path that holds ``.git`` or ``pyproject.toml``;
-none found: no cache).  The folder holds its own ``.gitignore``.
+root of the first path (``_scope.project_root``: the nearest folder up from it that holds
+``.git``, pyproject.toml, setup.py, setup.cfg, an environment.yml or a requirements*.txt;
+none found: no cache; ``--cache-dir`` gives one).  The folder holds its own ``.gitignore``.
 
 What: for each tool version and effective options, 256 shard files
 (``v1/<tool>/<options>/<xx>.json``, by a hash of the path: an edit rewrites one), mapping
@@ -47,14 +48,12 @@ _GITIGNORE = "# ncclx migrate's cache (see docs/migrate.md): never committed.\n*
 
 
 def default_dir(start: str) -> str | None:
-    """``.ncclx_cache`` in the project root above ``start``; None outside any project."""
-    here = Path(start).resolve()
-    if not here.is_dir():
-        here = here.parent
-    for d in (here, *here.parents):
-        if (d / ".git").exists() or (d / "pyproject.toml").is_file():
-            return str(d / DIR_NAME)
-    return None
+    """``.ncclx_cache`` in the project root of ``start`` (``_scope.project_root``, the one
+    definition the scope and the target torch use too); None outside any project."""
+    from ._scope import project_root
+
+    root = project_root(start)
+    return str(root / DIR_NAME) if root is not None else None
 
 
 def _shard(path: str) -> str:

@@ -20,21 +20,20 @@ from .. import _codeowners
 __all__ = ["project_info"]
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
 def _find_root(start: Path) -> tuple[Path, bool]:
-    """(the repository root, whether it is a git work tree): the nearest folder holding .git,
-    else the nearest with a project file, else ``start``."""
+    """(the repository root, whether it is a git work tree): the nearest folder holding .git
+    (a report is of the repository, whatever subproject it holds), else the project root
+    (``_scope.project_root``, the one definition), else ``start``."""
+    from ._scope import project_root
+
     here = start if start.is_dir() else start.parent
-    chain = (here, *here.parents)
-    for d in chain:
+    for d in (here, *here.parents):
         if (d / ".git").exists():
             return d, True
-    for d in chain:
-        if any((d / f).is_file() for f in _PROJECT_FILES):
-            return d, False
-    return here, False
+    root = project_root(here)
+    return (root, False) if root is not None else (here, False)
 
 
 def _read(path: Path) -> str | None:
