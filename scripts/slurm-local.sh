@@ -32,7 +32,7 @@ write_conf() {
   ctld_port=$(free_port); slurmd_port=$(free_port)
   while [ "$slurmd_port" = "$ctld_port" ]; do slurmd_port=$(free_port); done
   # More CPUs than this machine has (config_overrides): the tests run 3-4 one-CPU tasks.
-  cpus=${NCCLX_SLURM_CPUS:-8}
+  cpus=${NCCLX_SLURM_CPUS:-16}
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
   cat >"$dir/slurm.conf" <<EOF
 # Written by scripts/slurm-local.sh for one node ($node) on loopback.

@@ -70,18 +70,21 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
     folder = base / "slurm"
     folder.mkdir(exist_ok=True)
     env = {**os.environ, "NCCLX_SLURM_DIR": str(folder)}
-    with open(base / "slurm.lock", "w") as lock:
-        # Start under the exclusive lock, then hold a shared one while this worker's tests run.
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # users: a shared lock each worker holds while its tests run; start: held briefly to start the
+    # daemons or to stop them, so that no worker joins while the last one is stopping them.
+    with open(base / "slurm.users", "w") as users, open(base / "slurm.start", "w") as start:
+        fcntl.flock(start, fcntl.LOCK_EX)
+        fcntl.flock(users, fcntl.LOCK_SH)
         started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, env=env, timeout=120)
-        fcntl.flock(lock, fcntl.LOCK_SH)
+        fcntl.flock(start, fcntl.LOCK_UN)
         if started.returncode != 0:
             pytest.fail(f"scripts/slurm-local.sh start failed: {started.stderr.strip()}")
         try:
             yield Slurm(folder / "slurm.conf")
         finally:
-            try:  # the last worker holding the lock stops the daemons
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(start, fcntl.LOCK_EX)
+            try:  # the last worker using the daemons stops them
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 pass
             else:
