@@ -294,3 +294,17 @@ def test_cluster_text_when_the_launcher_stopped_the_job() -> None:
     text = " ".join(render(alone, width=100).split())
     assert "torch 2.15.0 (1 rank)" in text and "1 rank on 1 host: nothing to compare it with" in text
     assert "(s)" not in text
+
+
+def test_information_is_a_note_never_a_problem_and_one_parenthesis_per_fix() -> None:
+    """The NCCL settings the cluster comparison uses are "ok" in the JSON: in the text a note
+    under the problems, not a bullet; the last fix takes the migrate hint as a clause of its own."""
+    proc = doctor("--level", "static", "--check", "env-vars",
+                  env={"NCCL_BLOCKING_WAIT": "1", "NCCL_DEBUG": "INFO", "COLUMNS": "200"})
+    lines = proc.stdout.splitlines()
+    bullets = [line for line in lines if line.startswith("        - ")]
+    assert bullets == ["        - NCCL_BLOCKING_WAIT: deprecated, use TORCH_NCCL_BLOCKING_WAIT"], proc.stdout
+    assert "          fix: add TORCH_NCCL_BLOCKING_WAIT next to NCCL_BLOCKING_WAIT (keep the old name while "\
+           "legacy can run); ncclx migrate --write PATH rewrites scripts" in lines, proc.stdout
+    assert "        note: NCCL settings: NCCL_BLOCKING_WAIT, NCCL_DEBUG" in lines, proc.stdout
+    assert ") (" not in proc.stdout

@@ -77,3 +77,37 @@ def test_a_large_fleet_draws_the_first_rows_and_filters_the_rest(fleet: tuple[Pa
     assert page.locator("#repos-count").inner_text() == "the first 1,000 of 1,200 (filter or sort for the others)"
     page.fill("#repos-filter", "repo-1150")
     assert page.locator("#repos tbody tr").count() == 1 and page.locator("#repos-count").inner_text() == "1 of 1,200"
+
+
+@pytest.mark.browser
+def test_owners_fit_with_their_panel_open_and_a_one_day_trend_shows_times(  # issue 37
+        fleet: tuple[Path, dict[str, Any]], tmp_path: Path, open_page: Any) -> None:  # noqa: F811
+    from ncclx_migrate._report._html import render_page
+
+    folder, _ = fleet
+    first = run_ncclx("report", str(folder / "reports"), "--format", "json")
+    (tmp_path / "first.json").write_text(first.stdout)
+    doc = json.loads(run_ncclx("report", str(folder / "reports"), "--previous", str(tmp_path / "first.json"),
+                               "--format", "json").stdout)
+    owner = doc["owners"][0]
+    big = {"break": 12345, "maybe a break": 23456, "hardening": 34567, "deprecated": 45678}
+    doc["owners"] = [dict(owner, owner=f"@bigcorp/distributed-training-infrastructure-team-{i:02d}",
+                          findings=123456 - i, severity=big, write=98765, toggles=8765, repositories=1234)
+                     for i in range(40)]
+    doc["history"] = [dict(doc["history"][0], at="2026-12-03T09:15:00+00:00"),
+                      dict(doc["history"][-1], at="2026-12-03T12:09:05+00:00")]
+    page_file = tmp_path / "wide.html"
+    page_file.write_text(render_page(doc), encoding="utf-8")
+    opened = open_page(page_file, width=1400, height=1400)
+    page = opened.page
+    opened.screenshot(tmp_path, "report-owners-1400.png")
+    width, shown = page.evaluate("()=>{const s=document.querySelector('#owners');return [s.scrollWidth,s.clientWidth]}")
+    assert width <= shown, (width, shown)  # every column in view, no sideways scroll
+    head = page.locator("#owners thead th")
+    assert [head.nth(i).inner_text().rstrip(" \u25be") for i in range(head.count())][-2:] == ["repositories", "open"]
+    assert page.locator("#owners th").last.is_visible()
+    # The panel holds the worst owner at once, without a click.
+    assert page.locator("#owner-detail h3").inner_text().startswith(
+        "@bigcorp/distributed-training-infrastructure-team-00: 123,456 open")
+    ends = page.evaluate("()=>[...document.querySelectorAll('#burndown text')].map(t=>t.textContent)")[-2:]
+    assert ends == ["2026-12-03 09:15", "2026-12-03 12:09"], ends

@@ -82,8 +82,21 @@ def _problems(c: CheckResult) -> list[tuple[str, str]]:
         return out
     listed = c.details.get("problems")
     if isinstance(listed, list) and listed and all(isinstance(p, dict) for p in listed):
-        return [(str(p.get("message", "")), str(p.get("remedy") or "")) for p in listed]
+        return [(str(p.get("message", "")), str(p.get("remedy") or "")) for p in listed if _is_problem(p)]
     return [(c.message, c.remedy)]
+
+
+def _is_problem(p: dict[str, Any]) -> bool:
+    """A listed item that is a problem; one with status "ok" is information (see _notes)."""
+    return p.get("status") in (None, "warn", "fail", "error")
+
+
+def _notes(c: CheckResult) -> list[str]:
+    """A check's informational items ("NCCL settings: ..."): shown under its problems, never as one."""
+    listed = c.details.get("problems")
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        return []
+    return [str(p.get("message", "")) for p in listed if not _is_problem(p)]
 
 
 def _title(check_id: str) -> str:
@@ -140,6 +153,8 @@ def check_lines(c: CheckResult, width: int, color: bool = False) -> list[str]:
             # A fix shared by the problems that follow is printed once, under the last of them.
             if fix and not any(later == fix for _, later in problems[n + 1:]):
                 out += _wrap(fix, width, "          fix: ", " " * 15)
+        for note in _notes(c):
+            out += _wrap(note, width, "        note: ", " " * 14)
     if color:
         out[0] = f"  {_paint(mark.ljust(5), code, color)}{out[0][7:]}"
     return out

@@ -17,7 +17,7 @@ __all__ = ["render_page"]
 
 
 def _repos(n: int) -> str:
-    return f"{n:,} {'repository' if n == 1 else 'repositories'}"
+    return count(n, "repository", "repositories")
 
 _CSS = """<style>
 table.rows{border-collapse:collapse;width:100%;font-size:12.5px}
@@ -30,6 +30,7 @@ table.rows td.z{color:#b7bcc6}table.rows td.brk{color:var(--fail);font-weight:70
 .scroll{max-height:60vh;overflow:auto}
 input.filter{font:13px system-ui,sans-serif;padding:3px 8px;margin:0 0 6px;width:320px;border:1px solid var(--line);border-radius:4px}
 .count{color:var(--mute);font-size:12px;margin-left:8px}
+section.block>p.hint{color:var(--mute);margin:0 0 6px;font-size:12.5px}
 </style>"""
 
 _SCRIPT = r"""
@@ -55,6 +56,8 @@ function table(id,cols,rows,opts){
       el.querySelectorAll("tr.sel").forEach(x=>x.classList.remove("sel"));tr.classList.add("sel");opts.pick(rows[sel])}))};
   if(filter)filter.addEventListener("input",draw);
   draw();
+  // A panel beside the table is never empty: it opens on the first (worst) row.
+  const first=opts.pick&&el.querySelector("tbody tr");if(first)first.click();
 }
 const sevCols=[["break","break",1],["maybe a break","maybe a break"],["hardening","hardening"],["deprecated","deprecated"]]
   .map(([k,l,hot])=>({key:k,label:l,get:r=>r.severity[k],hot:!!hot}));
@@ -95,13 +98,16 @@ if(DATA.jobs.length)table("jobs",[
 ],DATA.jobs,{sort:"failed",find:r=>r.label+" "+r.builds.join(" ")+" "+r.legacy_extensions.join(" ")});
 const h=DATA.history,bd=document.getElementById("burndown");
 if(bd&&h.length>1){const W=560,H=180,L=56,B=28,mx=Math.max(1,...h.map(p=>p.findings));
+  // The ends' dates, or their times where the dates agree (a trend of one day), to the second if need be.
+  const a0=h[0].at,a1=h[h.length-1].at,n=a0.slice(0,10)!==a1.slice(0,10)?10:a0.slice(0,16)!==a1.slice(0,16)?16:19;
+  const when=at=>at.slice(0,n).replace("T"," ");
   const x=i=>L+i*(W-L-16)/(h.length-1),y=v=>H-B-(H-B-12)*v/mx;
   const line=k=>h.map((p,i)=>`${i?"L":"M"}${x(i).toFixed(1)},${y(p[k]).toFixed(1)}`).join("");
   bd.innerHTML=`<svg width="${W}" height="${H}" role="img"><line x1="${L}" y1="${H-B}" x2="${W-8}" y2="${H-B}" stroke="#b9bfca"/>`+
     `<text x="${L-6}" y="${y(mx)+4}" text-anchor="end" class="hd">${fmt(mx)}</text><text x="${L-6}" y="${H-B+4}" text-anchor="end">0</text>`+
     `<path d="${line("findings")}" fill="none" stroke="#1d2330" stroke-width="2"/><path d="${line("break")}" fill="none" stroke="#d64545" stroke-width="2"/>`+
     h.map((p,i)=>`<circle cx="${x(i)}" cy="${y(p.findings)}" r="3"><title>${esc(p.at)}: ${fmt(p.findings)} open, ${fmt(p.break)} breaks, ${fmt(p.toggles)} toggles</title></circle>`).join("")+
-    `<text x="${L}" y="${H-8}" font-size="11">${esc(h[0].at.slice(0,10))}</text><text x="${W-8}" y="${H-8}" text-anchor="end" font-size="11">${esc(h[h.length-1].at.slice(0,10))}</text></svg>`+
+    `<text x="${L}" y="${H-8}" font-size="11">${esc(when(h[0].at))}</text><text x="${W-8}" y="${H-8}" text-anchor="end" font-size="11">${esc(when(h[h.length-1].at))}</text></svg>`+
     `<div class="legend"><span><span class="sw" style="background:#1d2330"></span>open findings</span><span><span class="sw" style="background:#d64545"></span>breaks</span></div>`}
 document.body.dataset.rendered="1";
 """
@@ -154,8 +160,10 @@ def _block(bid: str, title: str, hint: str = "", detail: bool = False) -> str:
     table = (f'<input class="filter" id="{bid}-filter" placeholder="filter" aria-label="filter {esc(title)}">'
              f'<span class="count" id="{bid}-count"></span><div class="scroll" id="{bid}"></div>')
     if detail:
-        table = (f'<div class="pair"><div style="flex:1 1 640px;min-width:0">{table}</div>'
-                 f'<div class="detail" id="owner-detail"><p class="hint">{esc(hint)}</p></div></div>')
+        # The table as wide as its columns (its own line when the panel would squeeze it); the
+        # panel takes the rest, or the line below.
+        table = (f'<p class="hint">{esc(hint)}</p><div class="pair"><div style="flex:0 1 auto;min-width:0">{table}</div>'
+                 '<div class="detail" id="owner-detail"></div></div>')
     return f'<section class="block" id="{bid}-block"><h2>{esc(title)}</h2>{table}</section>'
 
 
@@ -168,7 +176,7 @@ def render_page(doc: dict[str, Any]) -> str:
     body = [_CSS, _verdict(doc), _trend(doc),
             _block("repos", _repos(t["repositories"])),
             _block("owners", "Owners (from each repository's CODEOWNERS)",
-                   "Click an owner for its repositories and files.", detail=True)]
+                   "Click an owner for its repositories and files (the worst is open).", detail=True)]
     if doc["jobs"]:
         body.append(_block("jobs", count(t["jobs"], "job")))
     if doc["skipped"]:

@@ -42,6 +42,10 @@ def _remedy(row: EnvVar, release: tuple[int, int] | None) -> str:
     return f"drop {row.name} (torch {gone} has no legacy backend to read it)"
 
 
+# After a remedy that may already end in a parenthesis: a clause of its own, not a second one.
+_TOOL = "; ncclx migrate --write PATH rewrites scripts"
+
+
 def env_vars(f: Facts) -> CheckResult:
     cid = "env-vars"
     rows = [r for r in env_findings(f.environ) if r.kind is not EnvKind.TOGGLE]
@@ -85,9 +89,9 @@ def env_vars(f: Facts) -> CheckResult:
     msg = "; ".join(f"{i['name']}: {i['finding']}" for i in items) + extra
     problems = [{"status": "warn", "message": f"{i['name']}: {i['finding']}", "remedy": str(i["remedy"])}
                 for i in items]
-    problems[-1]["remedy"] += " (ncclx migrate --write PATH rewrites scripts)"
+    problems[-1]["remedy"] += _TOOL
     if extra:
         problems.append({"status": "ok", "message": extra[2:], "remedy": ""})
     details["problems"] = problems
-    remedy = "; ".join(str(i["remedy"]) for i in items) + " (ncclx migrate --write PATH rewrites scripts)"
+    remedy = "; ".join(str(i["remedy"]) for i in items) + _TOOL
     return CheckResult(cid, Status.WARN, msg, remedy, details)
