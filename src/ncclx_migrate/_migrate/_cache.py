@@ -106,6 +106,8 @@ def answer(kind: str, key: str, options: Options) -> object:
     if kind == "cpp_returns":  # the C++ pre-pass: what one function returns (None: unknown)
         if key == "own":  # which functions of the project return its own groups (_values._calls_own)
             return sorted(k for k, v in options.cpp_returns if v and k.startswith("own:"))
+        if key.startswith("type:"):  # the classes some file declares a member of that name with
+            return sorted(k for k, v in options.cpp_returns if v and k.startswith(f"{key}:"))
         return dict(options.cpp_returns).get(key)
     if kind == "module":
         return module_name(key)

@@ -174,7 +174,8 @@ class Project:
         findings can need a binding, so only its legacy functions are looked for)."""
         # what a function returns matters where it can be a group or a backend (an override
         # of an own factory returns a c10d::Backend too)
-        binds, returns = may_bind(data), b"ProcessGroup" in data or b"Backend" in data
+        # (or declare a member a method elsewhere reaches them through: a header naming c10d::)
+        binds, returns = may_bind(data), b"ProcessGroup" in data or b"Backend" in data or b"c10d::" in data
         if not path.lower().endswith(_CPP_EXT) or not (binds or returns) or b"\0" in data[:8192]:
             return
         entry = _Binds(path, data, []) if binds else None

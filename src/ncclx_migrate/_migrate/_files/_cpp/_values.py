@@ -354,6 +354,20 @@ class Values:
         if not self._nodes:
             self._nodes = find(self.root, self.cuda, _WRITES)
         out.update({f"fills:{n}": n in self.own_containers for n in self._puts(self._calls)})
+        out.update(dict.fromkeys(self._member_types(), True))
+        return out
+
+    def _member_types(self) -> list[str]:
+        """"type:MEMBER:CLASS" for each member the file's classes declare (its class, through
+        pointers and smart pointers): a method defined in another file reads it by name."""
+        out = []
+        for c in self._classes:
+            for d in walk(c):
+                ty = d.child_by_field_name("type") if d.type == "field_declaration" else None
+                core = self.resolver.core_type(ty) if ty is not None else None
+                cls = text_of(core).rpartition("::")[2] if core is not None else ""
+                out += [f"type:{name}:{cls}" for x in d.children_by_field_name("declarator")
+                        if cls and (name := declarator_name(x))] if ty is not None else []
         return out
 
     def relied_on(self, definition: Node, casts_here: bool, calls: list[Node]) -> bool:
@@ -396,6 +410,10 @@ class Values:
         name = _spelled(receiver)
         ty = declared_type(self._classes, at, name) if name else None
         core = self.resolver.core_type(ty) if ty is not None else None
+        if core is None and name:  # a member declared in another file (its class's header)
+            consumed("cpp_returns", f"type:{name}")
+            classes = {k.rpartition(":")[2] for k, yes in self.project.items() if yes and k.startswith(f"type:{name}:")}
+            return classes.pop() if len(classes) == 1 else ""
         return text_of(core).rpartition("::")[2] if core is not None else ""
 
     def built(self, n: Node) -> bool:
