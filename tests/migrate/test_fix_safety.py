@@ -89,7 +89,7 @@ def test_file_labels_are_what_write_applies(case) -> None:  # type: ignore[no-un
     text = read(case.input)
 
     def run(options: Options) -> FileResult:
-        result = scan(case.input.name, text, options)
+        result = scan(case.name, text, options)
         assert result is not None and result.error is None
         return result
 

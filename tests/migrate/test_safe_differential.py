@@ -102,7 +102,7 @@ def _file_cases() -> list[tuple[str, str, str, str]]:
     for case in cases():
         kind = case.input.parent.name
         text = read(case.input)
-        result = scan(case.input.name, text, SAFE)
+        result = scan(case.name, text, SAFE)
         assert result is not None
         new = result.new_text
         if kind in _PARTS and new is not None and new != text and involved(_changed(text, new)):
