@@ -5,10 +5,12 @@ agree; a task with another environment (srun --multi-prog) is named; a task that
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_ncclx
 from tests.slurm.conftest import Slurm, script
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -60,3 +62,22 @@ def test_odd_rank_and_a_dead_task_under_srun(slurm: Slurm, tmp_path: Path, form:
 
 def _host(out: str) -> str:
     return out.split("host ", 1)[1].split(",", 1)[0]
+
+
+def test_static_reports_of_srun_tasks_merge_naming_the_odd_rank(slurm: Slurm, tmp_path: Path) -> None:
+    """`srun ncclx doctor --level static --json`, one file per task (srun -o r%t.json), rank 2 with
+    other NCCL/TORCH variables (--multi-prog), merged afterwards: the rank numbers are srun's."""
+    doctor = "ncclx doctor --level static --check env-vars --json"
+    conf = tmp_path / "tasks.conf"
+    conf.write_text(f"0-1 {doctor}\n2 env NCCL_SOCKET_IFNAME=eth9 TORCH_NCCL_BLOCKING_WAIT=1 {doctor}\n")
+    proc = slurm.run("srun", "-n3", "-o", str(tmp_path / "r%t.json"), "--multi-prog", str(conf),
+                     NCCL_DEBUG="WARN")
+    paths = sorted(str(p) for p in tmp_path.glob("r*.json"))
+    assert len(paths) == 3, proc.stdout + proc.stderr
+    merged = run_ncclx("doctor", "merge", *paths, "--json")
+    (cc,) = [c for c in json.loads(merged.stdout)["checks"] if c["id"] == "cluster-consistency"]
+    assert cc["status"] == "warn"
+    host = socket.gethostname()
+    assert f"rank 2 on {host} has NCCL_SOCKET_IFNAME=eth9 (the others NCCL_SOCKET_IFNAME unset)" in cc["message"]
+    assert f"rank 2 on {host} has TORCH_NCCL_BLOCKING_WAIT=1 (the others TORCH_NCCL_BLOCKING_WAIT unset)" in cc["message"]
+    assert "NCCL_DEBUG" not in cc["message"]  # the same on every rank
