@@ -1,6 +1,16 @@
-"""How long `ncclx compare`'s default sweep takes on gloo (CPU), with 2 and 4 ranks.
+"""`ncclx compare` on gloo (CPU): how long the default sweep takes, and how its timing
+verdict holds up beside a busy neighbour.
 
-    python benchmarks/bench_compare.py [--ranks 2,4]
+    python benchmarks/bench_compare.py [--ranks 2,4]          # the default sweep's time
+    python benchmarks/bench_compare.py --noise [--aa 20] [--slowed 5]
+
+``--noise``: a process burning one CPU for the whole run (a neighbour on a shared node), then
+(1) ``--aa`` A/A runs, gloo against gloo, 2 sizes x 3 collectives (6 cases): how many runs name
+any regression or improvement (the false-alarm rate; the target is at most 1 in 20); (2)
+``--slowed`` runs each with arm B's all_reduce_sum really 1.25x and 2x as slow (the test
+backend of tests/compare/plugin on both arms spins on the CPU in proportion to each call):
+in how many runs, and in how many of its cases, the slowdown is named, and whether anything
+is ever named as an improvement.  Prints markdown for docs/performance.md.
 
 Runs the real CLI, `ncclx compare --arm gloo --arm gloo --nproc N --format json`, with the
 default sweep on CPU (8 B doubling to 1 MiB, 7 collectives x 3 dtypes, 5 warm-up and 20
@@ -22,6 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PY = sys.executable
 NCCLX = str(Path(PY).parent / "ncclx") if (Path(PY).parent / "ncclx").exists() else shutil.which("ncclx") or "ncclx"
@@ -38,10 +49,70 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+PLUGIN = Path(__file__).resolve().parents[1] / "tests" / "compare" / "plugin"
+SMALL = ["--sizes", "1K,64K", "--dtypes", "fp32", "--warmup", "1", "--collectives",
+         "all_reduce_sum,all_gather,broadcast", "--format", "json"]
+
+
+def _one(arms: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([NCCLX, "compare", *(x for a in arms for x in ("--arm", a)), *SMALL],
+                          capture_output=True, text=True, env=_env(), timeout=900)
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+def _noise(aa: int, slowed: int) -> None:
+    burner = subprocess.Popen([PY, "-c", "while True: pass"])
+    try:
+        t = time.perf_counter()
+        alarms, walls, sens = 0, [], []
+        for n in range(aa):
+            t0 = time.perf_counter()
+            r = _one(["gloo", "gloo"])
+            walls.append(time.perf_counter() - t0)
+            named = len(r["regressions"]) + len(r["improvements"])
+            alarms += named > 0
+            sens.append({x["collective"]: x["detectable"] for x in r["sensitivity"]})
+            print(f"A/A run {n + 1}: exit {r['exit']}, {named} named, {len(r['unconfirmed'])} not confirmed, "
+                  f"detectable {sens[-1]}", file=sys.stderr)
+        print(f"A/A: {alarms} of {aa} runs named a regression or an improvement "
+              f"(median run {statistics.median(walls):.1f} s, {time.perf_counter() - t:.0f} s in all)\n")
+        per = {c: [s[c] for s in sens if s.get(c) is not None] for c in sens[0]} if sens else {}
+        print("| collective | detectable slowdown, median of the A/A runs | runs with none detectable |")
+        print("|---|---|---|")
+        for c, xs in per.items():
+            print(f"| {c} | {statistics.median(xs):.0%} | {sum(1 for s in sens if s.get(c) is None)} |"
+                  if xs else f"| {c} | - | {len(sens)} |")
+        print("\n| arm B's all_reduce_sum | runs naming it | its cases named | named as an improvement | "
+              "other collectives named |")
+        print("|---|---|---|---|---|")
+        base = f"perturbed,PYTHONPATH={PLUGIN}"
+        for factor in ("1.25", "2"):
+            hit = cases = faster = other = 0
+            for n in range(slowed):
+                r = _one([base, f"{base},NCCLX_PERTURB=slower:all_reduce_sum:{factor}"])
+                mine = [g for g in r["regressions"] if g["collective"] == "all_reduce_sum"]
+                hit += bool(mine)
+                cases += len(mine)
+                faster += len(r["improvements"])
+                other += len(r["regressions"]) - len(mine)
+                print(f"{factor}x run {n + 1}: exit {r['exit']}, {len(mine)} of 2 named", file=sys.stderr)
+            print(f"| {factor}x | {hit} of {slowed} | {cases} of {2 * slowed} | {faster} | {other} |")
+    finally:
+        burner.kill()
+        burner.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--noise", action="store_true", help="false alarms and detection beside a busy neighbour")
+    ap.add_argument("--aa", type=int, default=20, help="--noise: A/A runs")
+    ap.add_argument("--slowed", type=int, default=5, help="--noise: runs per slowdown")
     args = ap.parse_args()
+    if args.noise:
+        _noise(args.aa, args.slowed)
+        return
     starts = []
     for _ in range(3):
         t = time.perf_counter()
@@ -49,7 +120,8 @@ def main() -> None:
         starts.append(time.perf_counter() - t)
     floor = statistics.median(starts)
     print(f"`import torch, torch.distributed` (median of 3): {floor:.1f} s\n")
-    print("| ranks | cases per arm | whole command | arm A | arm B | CPU (all processes) | arm / torch start-up |")
+    print("| ranks | cases per arm | whole command | arm A's blocks | arm B's blocks | CPU (all processes) | "
+          "command / torch start-up |")
     print("|---|---|---|---|---|---|---|")
     for n in (int(x) for x in args.ranks.split(",") if x):
         cpu0, t = _children_cpu(), time.perf_counter()
@@ -59,8 +131,8 @@ def main() -> None:
         wall, cpu = time.perf_counter() - t, _children_cpu() - cpu0
         report = json.loads(proc.stdout)
         cases = sum(1 for row in report["rows"] if "skip" not in row)
-        a, b = (arm["seconds"] for arm in report["arms"])
-        print(f"| {n} | {cases} | {wall:.1f} s | {a:.1f} s | {b:.1f} s | {cpu:.1f} s | {max(a, b) / floor:.1f}x |")
+        a, b = (arm["seconds"] for arm in report["arms"])  # the time in each arm's own blocks
+        print(f"| {n} | {cases} | {wall:.1f} s | {a:.1f} s | {b:.1f} s | {cpu:.1f} s | {wall / floor:.1f}x |")
         assert proc.returncode == 0, report["verdict"]
 
 

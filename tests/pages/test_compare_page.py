@@ -25,8 +25,11 @@ def test_compare_page_plots_both_arms_per_collective(parity: dict[str, Any], ope
     first = plots.nth(0)
     assert first.locator("polyline.a").count() == 1 and first.locator("polyline.b").count() == 1
     assert first.locator("circle.pt").count() == 4  # 2 sizes x 2 arms
+    assert first.locator("line.bar").count() == 4  # each point's 95% interval
+    assert first.locator("p.det").inner_text().startswith("could not detect a slowdown of B smaller than ")
     first.locator("circle.b.pt").first.hover()  # B is drawn over A
-    assert page.locator("#tip").inner_text().startswith("all_reduce_sum 64B fp32: A ")
+    tip = page.locator("#tip").inner_text()
+    assert tip.startswith("all_reduce_sum 64B fp32: A ") and "; B vs A " in tip and "% to " in tip
     page.locator(".chips button[data-t='int32']").click()
     assert page.locator(".chips button.on").inner_text() == "int32"
     opened.screenshot(tmp_path, "compare-page.png")

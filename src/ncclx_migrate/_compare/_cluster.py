@@ -52,9 +52,12 @@ def run_job_arms(arms: list[Arm], s: Settings, end: float, workdir: Path, base_e
     where = Placement([rank], [local_rank], addr, port, False, job_prefix(PREFIX))
 
     def agreed(runs: list[ArmRun]) -> list[int]:
-        if rank == 0:
-            store.set("confirm", json.dumps(confirm(runs) if confirm else []))
-        return [int(i) for i in json.loads(bytes(store.get("confirm")))]
+        try:
+            if rank == 0:
+                store.set("confirm", json.dumps(confirm(runs) if confirm else []))
+            return [int(i) for i in json.loads(bytes(store.get("confirm")))]
+        except Exception:  # rank 0 never posted (its arm stopped): no extra rounds here either
+            return []
 
     local = run_arms(arms, s, end, workdir, base_env, progress, where, agreed)
     runs = []
@@ -71,5 +74,5 @@ def run_job_arms(arms: list[Arm], s: Settings, end: float, workdir: Path, base_e
         for r in range(s.world):
             ranks[r] = parse_rank(got[r]["records"], got[r]["stage"]) if r in got else RankOut(stage=NO_REPORT)
         killed = run.killed or any(bool(g.get("killed")) for g in got.values())
-        runs.append(ArmRun(arm, ranks, run.seconds, killed, run.log, run.fr))
+        runs.append(ArmRun(arm, ranks, run.seconds, killed, run.log, run.fr, run.startup))
     return runs if rank == 0 else None

@@ -41,7 +41,7 @@ class Settings:
     warmup: int
     iters: int
     timeout: float  # for everything, both arms
-    rounds: int = 10  # paired rounds per case (and as many again for a case flagged)
+    rounds: int = 20  # paired rounds per case (and as many again for a case flagged)
 
     @property
     def block_iters(self) -> int:
@@ -65,6 +65,7 @@ class ArmRun:
     killed: bool  # the deadline passed with ranks still running
     log: list[str]  # the launcher's last lines
     fr: dict[str, Any] | None = None  # the flight-recorder analysis of a hung arm
+    startup: float = 0.0  # seconds until every rank had its process group (both arms start together)
 
     @property
     def impl(self) -> str | None:
@@ -146,6 +147,7 @@ class _Side:
     alive: bool = True  # still takes orders (False: could not start, stopped or hung)
     killed: bool = False
     seconds: float = 0.0  # spent in this arm's blocks
+    startup: float = 0.0
     log: list[str] = field(default_factory=list)
 
 
@@ -173,7 +175,7 @@ def _start(arm: Arm, s: Settings, cases: list[tuple[str, str, int]], budget: flo
         "backend": arm.backend, "world": s.world, "ranks": where.ranks, "local_ranks": where.local_ranks,
         "addr": where.addr, "port": where.port or free_port(), "host_store": where.host_store,
         "prefix": f"{where.prefix}/{arm.label}", "device": s.device, "cases": cases, "warmup": s.warmup,
-        "block_iters": s.block_iters, "pg_timeout": max(1.0, budget * 0.6), "out": str(out),
+        "block_iters": s.block_iters, "pg_timeout": max(1.0, budget * 0.4), "out": str(out),
         "fr_seconds": fr_seconds, "stop_words": list(_STOP_WORDS), "fds": theirs,
     }
     (out / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
@@ -217,15 +219,16 @@ def _hear(side: _Side, deadline: float, poll: Callable[[], None]) -> set[str] | 
 
 def schedule(n_cases: int, rounds: range, arms: int = 2) -> list[tuple[int, int, int]]:
     """(round, case, arm) in run order: round after round, every case once per round, the two
-    arms back to back in ABBA order (A B, B A, A B, ... over the run), so that a drift of the
-    node's speed within a round, or a cost of switching, falls on both arms alike."""
+    arms back to back, A first in one round and B first in the next for every case (and the
+    order alternating from case to case within a round), so that a drift of the node's speed,
+    or whatever going first or second costs, falls on both arms alike."""
     out: list[tuple[int, int, int]] = []
-    step = 0
     for r in rounds:
         for i in range(n_cases):
-            pair = (0, 1) if step % 2 == 0 else (1, 0)
+            # By round and case, not by a running count: with an even number of cases a count
+            # would give each case the same order in every round.
+            pair = (0, 1) if (r + i) % 2 == 0 else (1, 0)
             out.extend((r, i, k) for k in pair[:arms])
-            step += 1
     return out
 
 
@@ -239,6 +242,7 @@ def run_arms(arms: list[Arm], s: Settings, deadline: float, workdir: Path, base_
     where = where or Placement(list(range(s.world)), list(range(s.world)))
     cases = case_list(s)
     budget = max(1.0, deadline - time.monotonic())
+    began = time.monotonic()
     sides = [_start(arm, s, cases, budget, workdir, base_env, where) for arm in arms]
     now: list[str] = ["starting"]
 
@@ -261,6 +265,7 @@ def run_arms(arms: list[Arm], s: Settings, deadline: float, workdir: Path, base_
         for side in sides:
             now[0] = f"arm {side.arm.label} ({side.arm.backend}): starting..."
             got = _hear(side, deadline, poll)
+            side.startup = time.monotonic() - began
             if got is None:
                 side.alive, side.killed = False, True
             elif got != {"ready"}:
@@ -310,7 +315,7 @@ def _collect(sides: list[_Side], where: Placement, s: Settings | None) -> list[A
     for side in sides:
         tail = (side.out / "launcher.log").read_bytes().decode(errors="replace").strip().splitlines()[-5:]
         ranks = {r: parse_rank(*rank_files(side.out, r)) for r in where.ranks}
-        run = ArmRun(side.arm, ranks, round(side.seconds, 2), side.killed, tail)
+        run = ArmRun(side.arm, ranks, round(side.seconds, 2), side.killed, tail, startup=round(side.startup, 2))
         if s is not None and run.hung and side.fr_seconds is not None:
             run.fr = _analyze_dumps(side.out / "fr")
         runs.append(run)

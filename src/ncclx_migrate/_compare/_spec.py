@@ -39,8 +39,10 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "int32": 4}
 # nccl-tests' defaults: -w 5 warm-up iterations, -n 20 timed ones (NVIDIA/nccl-tests' src/common.cu).
 WARMUP = 5
 ITERS = 20
-# The timed calls are spread over paired rounds (docs/compare.md): 10 rounds of 2 calls per arm.
-ROUNDS = 10
+# The timed calls are spread over paired rounds (docs/compare.md): 20 rounds of 1 call per arm.
+# More rounds of fewer calls: the sign test's interval then rests on the 4th-smallest of 20
+# ratios instead of the smallest of 10, which one lucky block cannot move.
+ROUNDS = 20
 
 MIN_BYTES = 8
 GPU_MAX_BYTES = 1 << 30  # 1 GiB, further bounded by free GPU memory (the worker's _max_bytes)

@@ -120,6 +120,7 @@ def judge(runs: Sequence[ArmRun], s: Settings, threshold: float, torch_version: 
                      "alpha": ALPHA, "require_sensitivity": require, "timeout": s.timeout},
         "arms": [{"label": r.arm.label, "spec": r.arm.spec, "backend": r.arm.backend,
                   "env": r.arm.env, "expected": r.arm.expected, "built": r.impl, "seconds": r.seconds,
+                  "startup_s": r.startup,
                   "init_errors": {str(k): v for k, v in r.init_errors.items()},
                   "hung": {str(k): v for k, v in r.hung.items()}, "log": r.log if (r.hung or r.init_errors) else [],
                   "flight_recorder": r.fr} for r in runs],
@@ -198,11 +199,17 @@ def judge(runs: Sequence[ArmRun], s: Settings, threshold: float, torch_version: 
 def _decide(report: dict[str, Any], timed: list[tuple[dict[str, Any], list[float], list[float]]],
             threshold: float) -> None:
     """Benjamini-Hochberg over every timed case's sign test; each case flagged is named only
-    when its fresh rounds show the same direction at ``ALPHA / flagged`` (Bonferroni)."""
+    when its fresh rounds, on their own, pass Benjamini-Hochberg again among the flagged
+    cases, in the same direction."""
     tests = [sign_test(first, threshold) for _row, first, _again in timed]
     flagged, level = bh_rejected([t.p for t in tests])
     report["level"] = level
     report["flagged_cases"] = [timed[i][0]["case"] for i in sorted(flagged) if timed[i][0].get("case") is not None]
+    ordered = sorted(flagged)
+    retests = [sign_test(timed[i][2], threshold) for i in ordered]
+    confirmed, level2 = bh_rejected([t.p for t in retests])
+    report["remeasure_level"] = level2
+    again_at = {i: (n in confirmed, retests[n]) for n, i in enumerate(ordered)}
     for n, ((row, first, again), t) in enumerate(zip(timed, tests, strict=True)):
         row["delta"] = round(t.ratio - 1, 4)
         span = interval(first, level)
@@ -215,11 +222,11 @@ def _decide(report: dict[str, Any], timed: list[tuple[dict[str, Any], list[float
         item = {"collective": row["collective"], "dtype": row["dtype"], "bytes": row["bytes"],
                 "baseline_us": a.get("median_us"), "candidate_us": b.get("median_us"), "delta": row["delta"],
                 "interval": row["interval"], "direction": "slower" if slower else "faster"}
-        check = interval(again, ALPHA / len(flagged)) if again else None
+        check = interval(again, level2) if again else None
         item["remeasured"] = [round(x - 1, 4) for x in check] if check else None
         item["remeasured_rounds"] = len(again)
-        beyond = bool(check) and (check[0] > 1 + threshold if slower else check[1] < 1 - threshold)  # type: ignore[index]
-        if beyond:
+        passed, retest = again_at[n]
+        if passed and (retest.p_slower <= retest.p_faster) == slower:
             row["timing"] = "regression" if slower else "improvement"
             row["decided_by"] = item["remeasured"]
             report["regressions" if slower else "improvements"].append(item)
@@ -232,12 +239,12 @@ def _sensitivity(timed: list[tuple[dict[str, Any], list[float], list[float]]],
                  threshold: float) -> list[dict[str, Any]]:
     """Per collective: the smallest steady slowdown of B its typical case would have shown.
     A slowdown of a whole collective (its m_c of the run's m cases) passes Benjamini-Hochberg
-    at ``ALPHA x m_c / m`` and the re-measure at ``ALPHA / m_c``: the stricter one counts."""
+    at ``ALPHA x m_c / m``, and the re-measure (BH among the m_c flagged) at ``ALPHA``."""
     m = len(timed)
     out = []
     for coll in dict.fromkeys(row["collective"] for row, _f, _a in timed):
         mine = [first for row, first, _a in timed if row["collective"] == coll]
-        level = min(ALPHA * len(mine) / m, ALPHA / len(mine))
+        level = ALPHA * len(mine) / m
         sizes = sorted((d if d is not None else float("inf"))
                        for d in (detectable(first, threshold, level) for first in mine))
         typical = sizes[(len(sizes) - 1) // 2]

@@ -299,7 +299,6 @@ def _rank_body(plan: dict[str, Any], index: int, stores: list[Any]) -> int:
                 _line(fh, {"done": True, "stopped": rec["check"]})
                 pipe.say("stop")
                 return 0
-            _stage(stage, "waiting for the next block")
             pipe.say("ok")
         _stage(stage, "destroy_process_group")
         dist.destroy_process_group()
@@ -336,9 +335,10 @@ class _Timer:
 
 def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: int, device: Any,
            plan: dict[str, Any], stage: str, timer: _Timer, round_: int, first: bool) -> dict[str, Any]:
-    """One block of one case: (the first time: the warm-up), one untimed call that lines the
-    ranks up after the parent's order, the block's timed calls; the first block also checks
-    the result."""
+    """One block of one case: (the first time: the warm-up), the block's timed calls; the
+    first block also checks the result.  No untimed call lines the ranks up: the ranks of an
+    arm hear the parent's order within microseconds of each other, and whatever that adds
+    to a block's first call it adds to both arms' blocks alike."""
     coll, dtype, nbytes = cell
     rec: dict[str, Any] = {"c": coll, "t": dtype, "s": nbytes, "r": round_}
     limit = _max_bytes(torch, device, world) if first and device.type == "cuda" else None
@@ -357,8 +357,6 @@ def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: 
         for _ in range(plan["warmup"] if first else 0):
             case.prepare()
             case.run()
-        case.prepare()
-        case.run()
         timer.sync()
         times = []
         for _ in range(plan["block_iters"]):
