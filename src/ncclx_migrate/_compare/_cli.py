@@ -142,6 +142,9 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
                  "--html": html, "--cluster": cluster or None}
         for opt in (o for o, v in given.items() if v is not None):
             _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
+        if require is not None:
+            _fail("--require-sensitivity goes without --train (a training run's step-time line says the smallest "
+                  "slowdown it could have seen)")
         sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json,
                            threshold))
     if command:
