@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ncclx_migrate._envvars import ENV_VARS, EnvKind, Fix, env_findings, lookup, toggle_meaning
+from ncclx_migrate._torch.envvars import (
+    ENV_VARS,
+    EnvKind,
+    Fix,
+    env_findings,
+    lookup,
+    toggle_meaning,
+)
 
 
 def test_names_are_unique() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ncclx_migrate._torchfacts import (
+from ncclx_migrate._torch.releases import (
     Phase,
     backend_entry_points,
     installed_torch_version,

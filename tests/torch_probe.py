@@ -1,4 +1,4 @@
-"""Measure, on the torch of the interpreter running it, every per-release fact of ``_torchfacts``.
+"""Measure, on the torch of the interpreter running it, every per-release fact of ``_torch.releases``.
 
 Run as ``PYTHON tests/torch_probe.py`` (tests/test_torch_versions.py runs it under torch 2.13,
 2.14 and 2.15); prints one JSON object: each key is one of those tables' row for this release.  Each fact is read
@@ -19,8 +19,8 @@ from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 
-from ncclx_migrate._envvars import ENV_VARS, TOGGLE_VAR
-from ncclx_migrate._torchfacts import BACKEND_NAMES, TOGGLE_VALUES, release_of
+from ncclx_migrate._torch.envvars import ENV_VARS, TOGGLE_VAR
+from ncclx_migrate._torch.releases import BACKEND_NAMES, TOGGLE_VALUES, release_of
 
 warnings.simplefilter("ignore")
 

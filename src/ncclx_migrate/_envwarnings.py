@@ -18,12 +18,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ._envvars import EnvVar
-    from ._torchfacts import Phase
+    from ._torch.envvars import EnvVar
+    from ._torch.releases import Phase
 
 __all__ = ["PREFIXES", "InstalledTorch", "find_installed_torch", "toggle_message", "warn_environment"]
 
-# Every name in _envvars.ENV_VARS that can produce a finding starts with one of these
+# Every name in _torch.envvars.ENV_VARS that can produce a finding starts with one of these
 # (tests/backend/test_warnings.py keeps it so).
 PREFIXES = ("TORCH_NCCL", "TORCH_DIST_USE_NCCL2", "NCCL_")
 _TOGGLE = "TORCH_DIST_USE_NCCL2"
@@ -55,8 +55,8 @@ class InstalledTorch:
     @property
     def phase(self) -> Phase:
         """The phase read off the registry (before 2.15 "nccl" is legacy unless opted in), to
-        look up NCCL_BUILDS.  Imports _torchfacts: only the messages that need the table ask."""
-        from ._torchfacts import phase_for_registry
+        look up NCCL_BUILDS.  Imports _torch.releases: only the messages that need the table ask."""
+        from ._torch.releases import phase_for_registry
 
         return phase_for_registry(set(self.backends), self.version >= (2, 15))
 
@@ -108,14 +108,14 @@ def find_installed_torch(path: list[str] | None = None) -> InstalledTorch | None
 
 def _builds(torch: InstalledTorch, value: str | None) -> str:
     """What "nccl" builds on this torch with the toggle at ``value``."""
-    from ._torchfacts import nccl_builds
+    from ._torch.releases import nccl_builds
 
     return "nccl2" if nccl_builds(torch.phase, value) == "nccl2" else "legacy"
 
 
 def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
     """The NCX101 message for ``TORCH_DIST_USE_NCCL2=value`` on ``torch``, or None if harmless."""
-    from ._envvars import toggle_meaning
+    from ._torch.envvars import toggle_meaning
 
     meaning = toggle_meaning(value)
     if meaning == "no-effect":
@@ -139,7 +139,7 @@ def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
 def env_message(row: EnvVar) -> str:
     """The message for one deprecated, ignored or obsolete row of the env table (the why and
     the whole fix are on the rule's page: `ncclx explain`)."""
-    from ._envvars import EnvKind
+    from ._torch.envvars import EnvKind
 
     if row.kind is EnvKind.DEPRECATED:
         return f"{row.name}, deprecated: add {row.replacement}"
@@ -155,7 +155,7 @@ def warn_environment(environ: Mapping[str, str] | None = None) -> None:
         return
     if warnings_mode() == "ignore":
         return
-    from ._envvars import TOGGLE_VAR, EnvKind, env_findings, lookup
+    from ._torch.envvars import TOGGLE_VAR, EnvKind, env_findings, lookup
 
     value = env.get(TOGGLE_VAR)
     if value is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ncclx_migrate._envvars import ENV_VARS, EnvKind
 from ncclx_migrate._envwarnings import InstalledTorch, env_message, toggle_message
+from ncclx_migrate._torch.envvars import ENV_VARS, EnvKind
 from ncclx_migrate._warnings import MAX_MESSAGE, warning_text
 from ncclx_migrate.backend import _legacy, _select
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ncclx_migrate._envvars import ENV_VARS, EnvKind
 from ncclx_migrate._envwarnings import PREFIXES
+from ncclx_migrate._torch.envvars import ENV_VARS, EnvKind
 
 from .conftest import line_of, warnings_in
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ncclx_migrate._doctor._probe import free_port
-from ncclx_migrate._torchfacts import installed_torch_version, release_of
+from ncclx_migrate._torch.releases import installed_torch_version, release_of
 
 from ..conftest import ncclx_exe, once, run_ncclx, torch_python
 

@@ -57,7 +57,7 @@ def test_torchrun_four_gloo_ranks_one_divergent_one_missing(tmp_path: Path) -> N
     import torch
     import torch.distributed as dist
 
-    from ncclx_migrate._torchfacts import NCCL_BUILDS, release_of
+    from ncclx_migrate._torch.releases import NCCL_BUILDS, release_of
 
     builds = NCCL_BUILDS.get(release_of(torch.__version__))
     if dist.is_nccl_available() and builds is not None and builds["0"] != builds["unset"]:  # 2.15

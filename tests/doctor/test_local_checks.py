@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ncclx_migrate._torchfacts import NCCL_BUILDS, release_of
+from ncclx_migrate._torch.releases import NCCL_BUILDS, release_of
 from tests.conftest import once
 
 from .conftest import check, doctor_json

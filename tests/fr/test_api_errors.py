@@ -26,8 +26,8 @@ def test_enable_hang_dump_says_what_values_are_valid(value: object) -> None:
 
 
 def test_buffer_names_match_the_env_table() -> None:
-    from ncclx_migrate._envvars import FR_BUFFER_NAMES
     from ncclx_migrate._fr._env import BUFFER_NAMES
+    from ncclx_migrate._torch.envvars import FR_BUFFER_NAMES
 
     assert BUFFER_NAMES == FR_BUFFER_NAMES
 

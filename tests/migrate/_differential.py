@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ncclx_migrate._envvars import ENV_VARS, TOGGLE_VAR, EnvKind
+from ncclx_migrate._torch.envvars import ENV_VARS, TOGGLE_VAR, EnvKind
 
 # (new, old) pairs torch reads new-then-old, and single names read on their own.
 PAIRS = [(v.replacement, v.name) for v in ENV_VARS

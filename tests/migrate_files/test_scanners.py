@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ncclx_migrate._envvars import ENV_VARS, EnvKind
 from ncclx_migrate._migrate._files import file_kind, scan
 from ncclx_migrate._migrate._model import FixKind, Options
+from ncclx_migrate._torch.envvars import ENV_VARS, EnvKind
 
 
 @pytest.mark.parametrize(

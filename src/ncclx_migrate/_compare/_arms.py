@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._envvars import TOGGLE_VAR
-from .._torchfacts import Phase, backend_entry_points, installed_torch_version, nccl_builds
+from .._torch.envvars import TOGGLE_VAR
+from .._torch.releases import Phase, backend_entry_points, installed_torch_version, nccl_builds
 from ._spec import Arm
 
 __all__ = ["NoComparison", "default_arms"]
@@ -23,7 +23,7 @@ def default_arms() -> list[Arm]:
         raise NoComparison(
             f"torch {version} has no nccl2 backend (it came in 2.14 as an opt-in and is what \"nccl\" "
             "builds from 2.15): there is nothing to compare; name two arms with --arm A --arm B")
-    from .._torchinfo import registry_phase
+    from .._torch.probe import registry_phase
 
     phase = registry_phase()
     if phase is Phase.ROLLBACK_GONE:

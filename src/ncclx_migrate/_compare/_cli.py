@@ -160,7 +160,7 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
     gloo_only = bool(arms) and all(a.split(",")[0].strip() == "gloo" for a in arms)
     gpus = 0
     if device != "cpu" and not gloo_only:
-        from .._torchinfo import cuda_device_count
+        from .._torch.probe import cuda_device_count
 
         gpus = cuda_device_count()
     where = device if device != "auto" else ("cuda" if gpus else "cpu")
@@ -216,7 +216,7 @@ def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
 
 def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html: Path | None,
                      as_json: bool, job: tuple[int, int, str, int] | None, require: float | None = None) -> None:
-    from .._torchfacts import installed_torch_version
+    from .._torch.releases import installed_torch_version
     from ._run import ArmRun, run_arms
     from ._verdict import judge
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._doctor._probe import free_port, wait_or_kill
-from .._envvars import FR_BUFFER_NAMES
+from .._torch.envvars import FR_BUFFER_NAMES
 from ._spec import Arm, human_size
 
 __all__ = ["NO_REPORT", "ArmRun", "Placement", "RankOut", "Settings", "case_list", "parse_rank", "rank_files",

@@ -153,7 +153,7 @@ def parse_arm(text: str, label: str, default_backend: str) -> Arm:
     return Arm(label, text, backend or default_backend, env)
 
 
-# NCCL's names (every release's, _torchfacts.BACKEND_NAMES): CUDA tensors only.
+# NCCL's names (every release's, _torch.releases.BACKEND_NAMES): CUDA tensors only.
 _GPU_BACKENDS = ("nccl", "nccl2", "nccl-legacy", "nccl-lazy")
 
 
@@ -165,7 +165,7 @@ def unknown_backend(arm: Arm) -> str | None:
     """Why ``arm``'s backend cannot be built by its ranks (None: it can), decided before any
     rank starts, against the names ``ncclx doctor --backend`` accepts (``startable_backends``),
     with the entry points of the arm's own PYTHONPATH (a test or plugin backend) counted."""
-    from .._torchinfo import startable_backends
+    from .._torch.probe import startable_backends
 
     extra = tuple(p for p in (arm.env.get("PYTHONPATH") or "").split(os.pathsep) if p)
     known = startable_backends(extra)

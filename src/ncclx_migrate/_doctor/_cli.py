@@ -60,7 +60,7 @@ def stdout_to_stderr() -> Iterator[TextIO]:
 def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
-    from .._torchfacts import target_range_error
+    from .._torch.releases import target_range_error
 
     m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", value)
     if not m:
@@ -77,8 +77,8 @@ def known_backends(import_torch: bool) -> list[str]:
     (when torch may be imported) whatever torch's registry holds, custom backends included.
     The NCCL names of every release we have facts for count too: for a release that lacks one
     (nccl2 on 2.13, or judged with --target-torch) the checks say so with a remedy."""
-    from .._torchfacts import BACKEND_NAMES
-    from .._torchinfo import startable_backends
+    from .._torch.probe import startable_backends
+    from .._torch.releases import BACKEND_NAMES
 
     names = {*startable_backends(), *BACKEND_NAMES}
     if import_torch:

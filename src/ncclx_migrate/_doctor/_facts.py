@@ -2,7 +2,7 @@
 
 Below ``local`` nothing here imports torch: versions come from package metadata, the
 phase from the version number, the GPU count from the driver's /proc and /sys entries,
-and the NCCL version from the library itself (``_torchinfo.query_library_version``).
+and the NCCL version from the library itself (``_torch.probe.query_library_version``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .. import _torchinfo as ti
-from .._envvars import TOGGLE_VAR, toggle_meaning
-from .._torchfacts import Phase, installed_torch_version, nccl_builds, phase_for_version, release_of
+from .._torch import probe as ti
+from .._torch.envvars import TOGGLE_VAR, toggle_meaning
+from .._torch.releases import (
+    Phase,
+    installed_torch_version,
+    nccl_builds,
+    phase_for_version,
+    release_of,
+)
 from ._model import level_index
 
 __all__ = ["BEFORE_TORCH_WHY", "NEEDS_TORCH", "NO_GPU_WHY", "Facts", "Options"]

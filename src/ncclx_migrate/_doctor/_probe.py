@@ -209,7 +209,7 @@ def _failure_remedy(f: Facts, backend: str, timeout: float, errors: list[str]) -
 
 
 def _buffer_size(f: Facts) -> int:
-    from .._envvars import FR_BUFFER_NAMES
+    from .._torch.envvars import FR_BUFFER_NAMES
 
     for name in FR_BUFFER_NAMES:
         value = f.environ.get(name)

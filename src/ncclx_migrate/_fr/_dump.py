@@ -219,7 +219,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as exc:
-        from .._envvars import FR_DUMP_FILE_NAMES
+        from .._torch.envvars import FR_DUMP_FILE_NAMES
 
         named = next((n for n in FR_DUMP_FILE_NAMES if os.environ.get(n)), None)
         origin = named or ("XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "the home directory")

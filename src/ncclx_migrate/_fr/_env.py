@@ -14,7 +14,7 @@ from .._warnings import emit_user_warning
 __all__ = ["ENV_VAR", "start_from_env"]
 
 ENV_VAR = "NCCLX_HANG_DUMP"
-# _envvars.FR_BUFFER_NAMES, repeated: importing that table costs ~40 ms of `import ncclx_migrate`
+# _torch.envvars.FR_BUFFER_NAMES, repeated: importing that table costs ~40 ms of `import ncclx_migrate`
 # (tests/fr/test_api_errors.py keeps the two equal).
 BUFFER_NAMES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 

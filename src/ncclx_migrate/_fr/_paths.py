@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._envvars import FR_DUMP_FILE_NAMES
+from .._torch.envvars import FR_DUMP_FILE_NAMES
 
 __all__ = ["default_prefix", "dump_prefix", "extra_recorder_path", "rank_dump_path"]
 

@@ -283,7 +283,7 @@ class HangDump:
 
     @staticmethod
     def _warn_if_recording_off() -> None:
-        from .._envvars import FR_BUFFER_NAMES
+        from .._torch.envvars import FR_BUFFER_NAMES
 
         for name in FR_BUFFER_NAMES:  # c10d: the first one set wins
             value = os.environ.get(name)

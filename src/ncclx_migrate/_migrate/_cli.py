@@ -171,7 +171,7 @@ def migrate(
         raise click.UsageError("--unsafe-fixes applies fixes: add --diff to see them, or --write to apply them "
                                "(the report already lists every finding, those with an unsafe fix included)")
     if target_torch is not None:
-        from .._torchfacts import target_range_error
+        from .._torch.releases import target_range_error
 
         try:
             target = parse_target(target_torch)

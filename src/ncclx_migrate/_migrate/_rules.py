@@ -3,7 +3,7 @@
 Everything user-facing about a rule (``ncclx rules``, ``ncclx explain``, ``docs/rules.md``,
 SARIF rule metadata) is read from :data:`RULES`; the full text of each rule lives in
 ``rule_docs/<CODE>.md`` (package data).  Env-var facts are not here: they live in
-``ncclx_migrate._envvars`` and the env rules read them from there.
+``ncclx_migrate._torch.envvars`` and the env rules read them from there.
 
 To add a rule: append a :class:`Rule` row (keep codes sorted within their family) and
 write ``rule_docs/<CODE>.md``; ``tests/migrate/test_rules_table.py`` checks both.
@@ -80,7 +80,7 @@ RULES: tuple[Rule, ...] = (
     Rule("NCX113", "nccl-error-text-match",
          "matching legacy-only NCCL timeout/watchdog/leak message text that nccl2 does not emit",
          (_N,), "2.15", _PY),
-    # --- environment variables (facts: ncclx_migrate._envvars) ---
+    # --- environment variables (facts: ncclx_migrate._torch.envvars) ---
     Rule("NCX120", "deprecated-fr-env",
          "deprecated TORCH_NCCL_* flight-recorder variable: add (or rename to) its TORCH_FR_* name",
          (_S, _U, _N), "2.15", _PY),

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from .._envvars import ENV_VARS, Fix
+from .._torch.envvars import ENV_VARS, Fix
 from ._crossfile import SharedNames
 from ._model import Options
 

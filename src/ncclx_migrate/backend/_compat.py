@@ -141,7 +141,7 @@ def runtime_nccl_version() -> tuple[int, int, int]:
     (NCX111).  Works without a GPU.
     """
     dist()
-    from .._torchinfo import runtime_nccl_version as runtime
+    from .._torch.probe import runtime_nccl_version as runtime
 
     return _triple(runtime())
 
@@ -152,7 +152,7 @@ def build_nccl_version() -> tuple[int, int, int]:
     What ``torch.cuda.nccl.version()`` reports; not necessarily the loaded library.
     """
     dist()
-    from .._torchinfo import build_nccl_version as build
+    from .._torch.probe import build_nccl_version as build
 
     return _triple(build())
 

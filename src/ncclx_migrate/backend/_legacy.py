@@ -49,7 +49,7 @@ def _wrap(creator: Callable[..., Any], kind: str) -> Callable[..., Any]:
 def _create_nccl_process_group(opts: Any, backend_options: Any) -> Any:
     """torch 2.13 builds "nccl" inline in _new_process_group_helper: the same steps, as a
     creator (distributed_c10d.py:2179-2208, 2.13.0).  Named like torch 2.14's creator for the
-    same job, which is how ``_torchinfo`` (the doctor) recognises what a name builds."""
+    same job, which is how ``_torch.probe`` (the doctor) recognises what a name builds."""
     d = dist()
     if not d.is_nccl_available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")

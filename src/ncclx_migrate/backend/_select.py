@@ -32,7 +32,7 @@ class BackendSelectionError(RuntimeError):
 def nccl_creator() -> str | None:
     """What "nccl" is registered to now: "nccl2", "nccl-legacy", another creator's name, or
     None when "nccl" is not registered yet (or built in: torch 2.13)."""
-    from .._torchinfo import registered_implementation
+    from .._torch.probe import registered_implementation
 
     return registered_implementation("nccl")
 

@@ -1,11 +1,12 @@
-"""env-vars: deprecated TORCH_NCCL_* names and those nccl2 ignores (rows of _envvars.ENV_VARS)."""
+"""env-vars: deprecated TORCH_NCCL_* names and those nccl2 ignores (rows of _torch.envvars.ENV_VARS)."""
 
 from __future__ import annotations
 
 import os
 
-from ... import _torchinfo as ti
-from ..._envvars import (
+from ..._fr._env import ENV_VAR as HANG_DUMP_VAR
+from ..._torch import probe as ti
+from ..._torch.envvars import (
     FR_BUFFER_NAMES,
     FR_DUMP_FILE_NAMES,
     FR_DUMP_ON_TIMEOUT_NAMES,
@@ -15,8 +16,7 @@ from ..._envvars import (
     EnvVar,
     env_findings,
 )
-from ..._fr._env import ENV_VAR as HANG_DUMP_VAR
-from ..._torchfacts import legacy_can_run, release_of
+from ..._torch.releases import legacy_can_run, release_of
 from .._facts import Facts
 from .._model import CheckResult, Status
 

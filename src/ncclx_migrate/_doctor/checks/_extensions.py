@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _torchinfo as ti
-from ..._envvars import TOGGLE_VAR
-from ..._torchfacts import Phase, nccl_builds, phase_for_version
+from ..._torch import probe as ti
+from ..._torch.envvars import TOGGLE_VAR
+from ..._torch.releases import Phase, nccl_builds, phase_for_version
 from .._elfsyms import read_refs
 from .._facts import Facts
 from .._model import CheckResult, Status

@@ -21,10 +21,10 @@ import re
 import shutil
 from collections.abc import Mapping
 
-from ... import _torchinfo as ti
-from ..._envvars import FR_BUFFER_NAMES, FR_DUMP_FILE_NAMES, FR_DUMP_ON_TIMEOUT_NAMES
 from ..._fr._env import ENV_VAR as HANG_DUMP_VAR  # ncclx's own hang watchdog
 from ..._fr._paths import default_prefix
+from ..._torch import probe as ti
+from ..._torch.envvars import FR_BUFFER_NAMES, FR_DUMP_FILE_NAMES, FR_DUMP_ON_TIMEOUT_NAMES
 from .._facts import Facts
 from .._model import CheckResult, Status
 

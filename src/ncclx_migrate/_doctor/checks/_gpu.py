@@ -8,7 +8,7 @@ LOCAL_RANK) at group creation and ignores ``torch.cuda.set_device`` (docs/torch-
 
 from __future__ import annotations
 
-from ... import _torchinfo as ti
+from ..._torch import probe as ti
 from ..._words import count as counted
 from .._facts import Facts
 from .._model import CheckResult, Status

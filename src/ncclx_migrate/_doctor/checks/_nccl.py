@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-from ... import _torchinfo as ti
-from ..._envvars import SHRINK_GROW_VAR, TOGGLE_VAR
-from ..._torchfacts import (
+from ..._torch import probe as ti
+from ..._torch.envvars import SHRINK_GROW_VAR, TOGGLE_VAR
+from ..._torch.releases import (
     NCCL_FLOOR,
     NCCL_RECONFIGURE_MIN,
     NCCL_SHRINK_GROW_MIN,

@@ -7,7 +7,7 @@ group waits 30 minutes before a hang is reported.  2.15 lists all four names.
 
 from __future__ import annotations
 
-from ..._torchfacts import (
+from ..._torch.releases import (
     BACKEND_NAMES,
     GENERIC_TIMEOUT_MIN,
     NAME_BUILDS,

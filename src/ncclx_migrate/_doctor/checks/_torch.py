@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ... import _torchinfo as ti
-from ..._envvars import TOGGLE_VAR, lookup
-from ..._torchfacts import Phase, phase_for_version
+from ..._torch import probe as ti
+from ..._torch.envvars import TOGGLE_VAR, lookup
+from ..._torch.releases import Phase, phase_for_version
 from .._facts import NEEDS_TORCH, Facts
 from .._model import CheckResult, Status
 

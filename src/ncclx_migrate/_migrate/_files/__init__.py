@@ -3,7 +3,7 @@
 The runner calls :func:`scan` for every file that is not ``.py``; it returns None for
 kinds handled elsewhere (or not at all).  Rules: NCX201 (``TORCH_DIST_USE_NCCL2``),
 NCX202 (``nccl-legacy`` as a backend value), NCX203 (deprecated or nccl2-ignored
-env names, from ``ncclx_migrate._envvars``), NCX204 (an explicit ``nccl2`` backend);
+env names, from ``ncclx_migrate._torch.envvars``), NCX204 (an explicit ``nccl2`` backend);
 notebooks also get the Python rules.  C++ and CUDA sources get NCX301-NCX306 (``_cpp``).
 """
 

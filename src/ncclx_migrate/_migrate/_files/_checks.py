@@ -3,7 +3,7 @@
 Scanners do not decide anything: they report *where* an environment variable is
 assigned (:class:`EnvAssign`) and where ``nccl-legacy`` appears as a backend value
 (:class:`BackendUse`), each with the edits that would add, rename or remove it.
-This module applies the rules (env facts come only from ``ncclx_migrate._envvars``),
+This module applies the rules (env facts come only from ``ncclx_migrate._torch.envvars``),
 suppression and selection, and turns the chosen edits into a :class:`FileResult`.
 """
 
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..._envvars import (
+from ..._torch.envvars import (
     TOGGLE_VAR,
     EnvKind,
     EnvVar,

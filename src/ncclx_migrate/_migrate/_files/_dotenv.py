@@ -9,7 +9,7 @@ import re
 
 from dotenv.parser import parse_stream
 
-from ..._envvars import ENV_VARS
+from ..._torch.envvars import ENV_VARS
 from ._checks import Collector, EnvAssign, mentions_backend
 from ._text import Edit, LineIndex, newline_of
 

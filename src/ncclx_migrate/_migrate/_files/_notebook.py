@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from ..._envvars import ENV_VARS
+from ..._torch.envvars import ENV_VARS
 from .._cited import recite
 from .._lines import Alignment, align, line_map_edits, lines_of
 from .._model import CellPosition, FileResult, Finding, FixKind, Options

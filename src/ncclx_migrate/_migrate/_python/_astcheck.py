@@ -20,7 +20,7 @@ import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..._envvars import ENV_VARS, EnvKind
+from ..._torch.envvars import ENV_VARS, EnvKind
 from .._model import Options
 from ._names import backend_parts
 

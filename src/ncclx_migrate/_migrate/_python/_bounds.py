@@ -3,15 +3,15 @@
 ``--target-torch`` (else the project's own bound, e.g. ``torch>=2.6``: _target.py) is the
 oldest release the code must keep working on.  A fix that is only right on newer releases is
 not offered below them: the finding stays, with no fix, and its detail says which release and
-why.  The env-variable fixes check their rows in ``_envvars.drop_allowed``; the rest are here,
-per rule, with the release from ``_torchfacts``.
+why.  The env-variable fixes check their rows in ``_torch.envvars.drop_allowed``; the rest are here,
+per rule, with the release from ``_torch.releases``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._torchfacts import DEVICE_ID_FROM
+from ..._torch.releases import DEVICE_ID_FROM
 from .._model import FixKind, Options
 from ._ctx import Pending
 

@@ -1,6 +1,6 @@
 """NCX101/102 (the rollback toggle) and NCX120/122/123 (deprecated or ignored env names).
 
-Every fact about a variable comes from ``ncclx_migrate._envvars``.  A "set site" is a
+Every fact about a variable comes from ``ncclx_migrate._torch.envvars``.  A "set site" is a
 place that gives a variable a value: ``os.environ[K] = v``, ``os.environ.setdefault``,
 ``os.environ.update``, ``os.putenv``, ``monkeypatch.setenv``, a ``set*``/``put*`` helper
 called with the name, a dict literal keyed by the name (env dicts handed to subprocess or
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..._envvars import (
+from ..._torch.envvars import (
     ENV_VARS,
     TOGGLE_VAR,
     EnvKind,
@@ -42,7 +42,7 @@ _CODES = ("NCX101", "NCX102", "NCX120", "NCX122", "NCX123")
 _NAMES = sorted((v.name for v in ENV_VARS if v.kind is not EnvKind.CURRENT), key=len, reverse=True)
 ENV_PRECHECK = re.compile("|".join(re.escape(n) for n in _NAMES))
 _IN_TEXT = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in _NAMES) + r")=([^\s;&|'\"]*)")
-# Spellings, only for the wording: what a value does comes from _envvars.toggle_meaning.
+# Spellings, only for the wording: what a value does comes from _torch.envvars.toggle_meaning.
 _FALSEY = {"false", "no", "off", "n", "f", ""}
 _TRUTHY = {"true", "yes", "on", "y", "t"}
 _SETTER_ATTRS = {"setdefault", "putenv", "setenv"}

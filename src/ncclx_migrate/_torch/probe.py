@@ -34,8 +34,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ._envvars import TOGGLE_VAR
-from ._torchfacts import Phase, phase_for_registry
+from .envvars import TOGGLE_VAR
+from .releases import Phase, phase_for_registry
 
 __all__ = [
     "IMPL_GLOO",
@@ -561,7 +561,7 @@ def startable_backends(extra_paths: tuple[str, ...] = ()) -> list[str]:
     and every ``torch.distributed.backends`` entry point, also those of distributions found in
     ``extra_paths`` (a PYTHONPATH that only the child will have).  The one list that
     ``ncclx doctor --backend`` and ``ncclx compare --arm`` check a name against."""
-    from ._torchfacts import BUILTIN_BACKENDS
+    from .releases import BUILTIN_BACKENDS
 
     names = {*BUILTIN_BACKENDS, *(ep.name.lower() for ep in _backend_eps())}
     if extra_paths:

@@ -176,7 +176,7 @@ def nccl_builds(phase: Phase, toggle: str | None) -> str:
     NCCL_BUILDS cell.  With the rollback gone (announced past 2.15) it is nccl2 whatever the value."""
     if phase is Phase.ROLLBACK_GONE:
         return _N2
-    from ._envvars import toggle_meaning
+    from .envvars import toggle_meaning
 
     # torch compares with the literals "0" and "1" only: any other value builds what "true" does.
     column = {"unset": "unset", "rollback": "0", "opt-in": "1"}.get(toggle_meaning(toggle), "true")
@@ -203,7 +203,7 @@ GENERIC_TIMEOUT_MIN = 30  # default_pg_timeout
 # ncclx_migrate.backend on each release: what install_legacy_shim() and use_nccl2() return.
 SHIM_BUILDS: dict[str, str] = {"2.13": "legacy", "2.14": "torch", "2.15": "torch"}
 USE_NCCL2_RETURNS: dict[str, str] = {"2.13": "legacy", "2.14": "nccl2", "2.15": "nccl2"}
-# Variables of the env table (_envvars.py: names and replacements) that no string of torch's
+# Variables of the env table (_torch/envvars.py: names and replacements) that no string of torch's
 # libtorch*.so or torch/distributed/*.py contains.  The 2.13 wheel is the CPU build, which
 # has no libtorch_cuda.so: its NCCL-only names are absent for that reason.
 ENV_UNNAMED: dict[str, tuple[str, ...]] = {

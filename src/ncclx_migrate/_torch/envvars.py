@@ -244,7 +244,7 @@ def drop_blocked(row: EnvVar, oldest: tuple[int, int]) -> str:
 def legacy_note(row: EnvVar, target: tuple[int, int]) -> str:
     """The detail's sentence on the legacy backend for a project whose oldest torch is
     ``target``: on a release without it, nothing legacy reads the old name any more."""
-    from ._torchfacts import legacy_can_run
+    from .releases import legacy_can_run
 
     if legacy_can_run(target) or row.kind not in (EnvKind.DEPRECATED, EnvKind.IGNORED):
         return ""
