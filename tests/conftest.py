@@ -155,7 +155,8 @@ RELEASE_PYTHON_VARS = {"2.13": "NCCLX_TEST_PY213", "2.14": "NCCLX_TEST_PY214", "
 def torch_python(release: str) -> str:
     """An interpreter whose torch is ``release`` ("2.14"): its NCCLX_TEST_PY* variable, or
     this interpreter when its torch is that release (the main run: 2.15)."""
-    from ncclx_migrate._torch.releases import installed_torch_version, release_of
+    from ncclx_migrate._torch.probe import installed_torch_version
+    from ncclx_migrate._torch.releases import release_of
 
     var = RELEASE_PYTHON_VARS[release]
     mine = installed_torch_version()

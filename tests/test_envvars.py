@@ -8,8 +8,8 @@ from ncclx_migrate._torch.envvars import (
     Fix,
     env_findings,
     lookup,
-    toggle_meaning,
 )
+from ncclx_migrate._torch.releases import toggle_meaning
 
 
 def test_names_are_unique() -> None:

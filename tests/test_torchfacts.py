@@ -1,16 +1,16 @@
-"""Version gates and the registry-based phase, on the torch this venv really has."""
+"""Version gates and the registry-based phase, on the torch this venv really has; what the
+GPU count without torch makes of a ``CUDA_VISIBLE_DEVICES`` value."""
 
 from __future__ import annotations
 
 import pytest
 
-from ncclx_migrate._torch.releases import (
-    Phase,
+from ncclx_migrate._torch.probe import (
     backend_entry_points,
     installed_torch_version,
-    phase_for_registry,
-    phase_for_version,
+    visible_device_limit,
 )
+from ncclx_migrate._torch.releases import Phase, phase_for_registry, phase_for_version
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,11 @@ def test_registry_phase_matches_the_installed_release() -> None:
     expected = phase_for_version(version)
     by_default = None if expected is Phase.NO_NCCL2 else expected is not Phase.OPT_IN
     assert phase_for_registry(names, by_default) is expected
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [("0,1", 2), ("", 0), ("-1", 0), ("2, 3", 2), ("0,x,1", 1), ("GPU-8f1c-22ab,MIG-3a", 2), ("1,,2", 1)],
+)
+def test_visible_devices_count_up_to_the_first_entry_the_runtime_cannot_parse(value: str, count: int) -> None:
+    assert visible_device_limit(value) == count

@@ -115,7 +115,7 @@ def _builds(torch: InstalledTorch, value: str | None) -> str:
 
 def toggle_message(value: str, torch: InstalledTorch | None) -> str | None:
     """The NCX101 message for ``TORCH_DIST_USE_NCCL2=value`` on ``torch``, or None if harmless."""
-    from ._torch.envvars import toggle_meaning
+    from ._torch.releases import toggle_meaning
 
     meaning = toggle_meaning(value)
     if meaning == "no-effect":

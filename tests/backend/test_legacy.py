@@ -218,7 +218,7 @@ def test_no_code_change_entry_point_path_blames_the_users_line(ran) -> None:  # 
 
 
 def test_torchfacts_reports_torchs_registry_not_our_shim() -> None:
-    from ncclx_migrate._torch.releases import backend_entry_points
+    from ncclx_migrate._torch.probe import backend_entry_points
 
     eps = backend_entry_points()
     assert ENTRY not in eps.values()

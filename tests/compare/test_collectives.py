@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ncclx_migrate._doctor._probe import free_port
-from ncclx_migrate._torch.releases import installed_torch_version, release_of
+from ncclx_migrate._torch.probe import installed_torch_version
+from ncclx_migrate._torch.releases import release_of
 
 from ..conftest import ncclx_exe, once, run_ncclx, torch_python
 

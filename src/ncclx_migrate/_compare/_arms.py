@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._torch.envvars import TOGGLE_VAR
-from .._torch.releases import Phase, backend_entry_points, installed_torch_version, nccl_builds
+from .._torch.probe import backend_entry_points, installed_torch_version
+from .._torch.releases import Phase, nccl_builds
 from ._spec import Arm
 
 __all__ = ["NoComparison", "default_arms"]

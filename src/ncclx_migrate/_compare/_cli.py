@@ -216,7 +216,7 @@ def _arms(given: tuple[str, ...], default_backend: str) -> list[Arm]:
 
 def _run_collectives(arms: list[Arm], settings: Settings, threshold: float, html: Path | None,
                      as_json: bool, job: tuple[int, int, str, int] | None, require: float | None = None) -> None:
-    from .._torch.releases import installed_torch_version
+    from .._torch.probe import installed_torch_version
     from ._run import ArmRun, run_arms
     from ._verdict import judge
 

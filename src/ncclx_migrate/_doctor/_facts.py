@@ -1,13 +1,13 @@
 """Facts about this process that several checks read, computed once and only when asked.
 
-Below ``local`` nothing here imports torch: versions come from package metadata, the
-phase from the version number, the GPU count from the driver's /proc and /sys entries,
-and the NCCL version from the library itself (``_torch.probe.query_library_version``).
+Below ``local`` nothing here imports torch: every fact is asked of ``_torch.probe`` (versions
+from package metadata, the GPU count from the driver's /proc and /sys entries, the NCCL
+version from the library itself) or read off ``_torch.releases`` (the phase from the version
+number).  What this module adds is the doctor's: which level asks what, and --target-torch.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import socket
@@ -17,13 +17,13 @@ from functools import cached_property
 from typing import Any
 
 from .._torch import probe as ti
-from .._torch.envvars import TOGGLE_VAR, toggle_meaning
+from .._torch.envvars import TOGGLE_VAR
 from .._torch.releases import (
     Phase,
-    installed_torch_version,
     nccl_builds,
     phase_for_version,
     release_of,
+    toggle_meaning,
 )
 from ._model import level_index
 
@@ -54,21 +54,6 @@ class LibraryFact:
     candidate: ti.LibraryCandidate
     version: tuple[int, int, int] | None
     error: str | None
-
-
-def _parse_visible(value: str) -> int | None:
-    """How many devices a *_VISIBLE_DEVICES value leaves (None: no limit can be derived).
-
-    The CUDA runtime stops at the first entry it cannot parse; "" and "-1" hide everything.
-    """
-    count = 0
-    for item in value.split(","):
-        item = item.strip()
-        if re.fullmatch(r"\d+", item) or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z-]+", item):
-            count += 1
-        else:
-            break
-    return count
 
 
 class Facts:
@@ -107,7 +92,7 @@ class Facts:
     @cached_property
     def static_torch_version(self) -> str | None:
         info = self.static_build
-        return (info or {}).get("__version__") or installed_torch_version()
+        return (info or {}).get("__version__") or ti.installed_torch_version()
 
     @cached_property
     def build(self) -> ti.TorchBuild | None:
@@ -193,19 +178,7 @@ class Facts:
         """Visible GPUs (None: cannot tell at this level)."""
         if self.build is not None:
             return ti.cuda_device_count()
-        nvidia = glob.glob("/proc/driver/nvidia/gpus/*")
-        amd = [
-            p for p in glob.glob("/sys/class/kfd/kfd/topology/nodes/*/properties")
-            if _amd_gpu_node(p)
-        ]
-        physical = len(nvidia) or len(amd)
-        var = "CUDA_VISIBLE_DEVICES" if nvidia or not amd else "HIP_VISIBLE_DEVICES"
-        visible = self.environ.get(var)
-        if visible is not None:
-            limit = _parse_visible(visible)
-            if limit is not None:
-                return min(physical, limit)
-        return physical
+        return ti.static_gpu_count(self.environ)
 
     @cached_property
     def job_backend(self) -> tuple[str | None, str]:
@@ -307,17 +280,6 @@ class Facts:
 
     def as_details(self) -> dict[str, Any]:
         return {"torch": self.torch_version, "flavor": self.flavor}
-
-
-def _amd_gpu_node(path: str) -> bool:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("simd_count"):
-                    return int(line.split()[1]) > 0
-    except (OSError, ValueError, IndexError):
-        return False
-    return False
 
 
 # The job id a launcher exports, most specific first: Slurm's (an array task: its own), then

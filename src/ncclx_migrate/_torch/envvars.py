@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from .releases import legacy_can_run
+
 __all__ = [
     "ENV_VARS",
     "FR_BUFFER_NAMES",
@@ -25,7 +27,6 @@ __all__ = [
     "env_findings",
     "legacy_note",
     "lookup",
-    "toggle_meaning",
 ]
 
 TOGGLE_VAR = "TORCH_DIST_USE_NCCL2"
@@ -244,8 +245,6 @@ def drop_blocked(row: EnvVar, oldest: tuple[int, int]) -> str:
 def legacy_note(row: EnvVar, target: tuple[int, int]) -> str:
     """The detail's sentence on the legacy backend for a project whose oldest torch is
     ``target``: on a release without it, nothing legacy reads the old name any more."""
-    from .releases import legacy_can_run
-
     if legacy_can_run(target) or row.kind not in (EnvKind.DEPRECATED, EnvKind.IGNORED):
         return ""
     return (f" Torch {target[0]}.{target[1]}, the oldest release this project supports, has no legacy "
@@ -255,22 +254,6 @@ def legacy_note(row: EnvVar, target: tuple[int, int]) -> str:
 def lookup(name: str) -> EnvVar | None:
     """The table row for ``name``, or None."""
     return _BY_NAME.get(name)
-
-
-def toggle_meaning(value: str | None, torch_minor: tuple[int, int] | None = None) -> str:
-    """What ``TORCH_DIST_USE_NCCL2=value`` does; only the literal "0" and "1" count.
-
-    Returns one of ``"unset"``, ``"rollback"`` (``"0"``), ``"opt-in"`` (``"1"``)
-    or ``"no-effect"`` (any other spelling, e.g. "false", which does NOT roll back).
-    """
-    del torch_minor  # same reading on 2.14 and 2.15; kept for a future release
-    if value is None:
-        return "unset"
-    if value == "0":
-        return "rollback"
-    if value == "1":
-        return "opt-in"
-    return "no-effect"
 
 
 def env_findings(environ: Mapping[str, str]) -> list[EnvVar]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .envvars import TOGGLE_VAR
-from .releases import Phase, phase_for_registry
+from .releases import BUILTIN_BACKENDS, Phase, phase_for_registry
 
 __all__ = [
     "IMPL_GLOO",
@@ -47,6 +47,7 @@ __all__ = [
     "LibraryQueryError",
     "Resolution",
     "TorchBuild",
+    "backend_entry_points",
     "backend_providers",
     "build_flavor_from_version",
     "build_nccl_version",
@@ -54,6 +55,7 @@ __all__ = [
     "decode_nccl_version",
     "find_libraries",
     "format_version",
+    "installed_torch_version",
     "loaded_libraries",
     "nccl_choice",
     "nccl_origin",
@@ -63,8 +65,10 @@ __all__ = [
     "resolve_backend",
     "runtime_nccl_version",
     "startable_backends",
+    "static_gpu_count",
     "static_torch_build",
     "torch_build",
+    "visible_device_limit",
 ]
 
 # Our own override: the libnccl/librccl file the static level should ask (e.g. a container's
@@ -134,6 +138,62 @@ def static_torch_build() -> dict[str, str | None] | None:
         m = re.search(rf"^{key}\b[^=]*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
         out[key] = (m.group(1) or m.group(2)) if m and (m.group(1) or m.group(2)) else None
     return out
+
+
+def installed_torch_version() -> str | None:
+    """torch's version from package metadata, without importing torch."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def backend_entry_points() -> dict[str, str]:
+    """torch.distributed.backends entry points (name -> target), without importing torch.
+
+    Only torch's own: ncclx-migrate registers a ``nccl-legacy`` shim in the same group.
+    """
+    return {
+        ep.name: ep.value
+        for ep in metadata.entry_points(group="torch.distributed.backends")
+        if not ep.value.startswith("ncclx_migrate.")
+    }
+
+
+def visible_device_limit(value: str) -> int:
+    """How many devices a ``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES`` value leaves.
+
+    The CUDA runtime stops at the first entry it cannot parse; "" and "-1" hide everything.
+    """
+    count = 0
+    for item in value.split(","):
+        item = item.strip()
+        if re.fullmatch(r"\d+", item) or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z-]+", item):
+            count += 1
+        else:
+            break
+    return count
+
+
+def static_gpu_count(environ: Mapping[str, str]) -> int:
+    """Visible GPUs without torch: the driver's /proc (NVIDIA) and /sys (AMD, KFD nodes with
+    SIMDs) entries, cut to what ``*_VISIBLE_DEVICES`` in ``environ`` leaves."""
+    nvidia = glob.glob("/proc/driver/nvidia/gpus/*")
+    amd = [p for p in glob.glob("/sys/class/kfd/kfd/topology/nodes/*/properties") if _amd_gpu_node(p)]
+    physical = len(nvidia) or len(amd)
+    visible = environ.get("CUDA_VISIBLE_DEVICES" if nvidia or not amd else "HIP_VISIBLE_DEVICES")
+    return physical if visible is None else min(physical, visible_device_limit(visible))
+
+
+def _amd_gpu_node(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("simd_count"):
+                    return int(line.split()[1]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -561,8 +621,6 @@ def startable_backends(extra_paths: tuple[str, ...] = ()) -> list[str]:
     and every ``torch.distributed.backends`` entry point, also those of distributions found in
     ``extra_paths`` (a PYTHONPATH that only the child will have).  The one list that
     ``ncclx doctor --backend`` and ``ncclx compare --arm`` check a name against."""
-    from .releases import BUILTIN_BACKENDS
-
     names = {*BUILTIN_BACKENDS, *(ep.name.lower() for ep in _backend_eps())}
     if extra_paths:
         for dist in metadata.distributions(path=list(extra_paths)):

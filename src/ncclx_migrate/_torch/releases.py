@@ -1,7 +1,8 @@
-"""Torch-free facts about torch releases and the NCCL libraries they need.
+"""What each torch release does, torch-free: phases, what a backend name builds for each
+``TORCH_DIST_USE_NCCL2`` value, default timeouts, and the NCCL libraries a release needs.
 
 One place for version gates; the doctor, the codemod (``--target-torch``) and the
-backend package read them.  Sources: ``docs/torch-versions.md`` ("Backend name resolution",
+backend package read them (what is installed here is ``probe``'s).  Sources: ``docs/torch-versions.md`` ("Backend name resolution",
 "NCCL in each wheel", "Reconfigure").
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 import enum
 
-# importlib.metadata and packaging cost ~45 ms to import; `import ncclx_migrate`
-# (budget 20 ms) reads Phase from here, so both are imported where used.
+# packaging (with typing) costs tens of ms to import; `import ncclx_migrate` (budget 20 ms)
+# reads Phase from here, so phase_for_version imports it where it parses a version string.
 
 __all__ = [
     "BACKEND_NAMES",
@@ -32,15 +33,14 @@ __all__ = [
     "TOGGLE_VALUES",
     "USE_NCCL2_RETURNS",
     "Phase",
-    "backend_entry_points",
     "default_timeout_minutes",
-    "installed_torch_version",
     "legacy_can_run",
     "nccl_builds",
     "phase_for_registry",
     "phase_for_version",
     "release_of",
     "target_range_error",
+    "toggle_meaning",
 ]
 
 NCCL_FLOOR = (2, 23, 0)  # compile-time floor raised by pytorch#186292
@@ -123,31 +123,6 @@ def phase_for_registry(names: set[str], nccl_is_nccl2_by_default: bool | None) -
     return Phase.DEFAULT
 
 
-def installed_torch_version() -> str | None:
-    """torch's version from package metadata, without importing torch."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def backend_entry_points() -> dict[str, str]:
-    """torch.distributed.backends entry points (name -> target), without importing torch.
-
-    Only torch's own: ncclx-migrate registers a ``nccl-legacy`` shim in the same group.
-    """
-    from importlib import metadata
-
-    return {
-        ep.name: ep.value
-        for ep in metadata.entry_points(group="torch.distributed.backends")
-        if not ep.value.startswith("ncclx_migrate.")
-    }
-
-
-
 # --------------------------------------------------------------------------- per release
 # What each supported release does for every toggle value, backend name and env variable
 # the toolkit reasons about.  Measured on the real wheels (2.13.0 CPU; 2.14.1 and 2.15.0
@@ -171,13 +146,27 @@ NCCL_BUILDS: dict[str, dict[str, str]] = {
 _PHASE_RELEASE = {Phase.NO_NCCL2: "2.13", Phase.OPT_IN: "2.14", Phase.DEFAULT: "2.15"}
 
 
+def toggle_meaning(value: str | None, torch_minor: tuple[int, int] | None = None) -> str:
+    """What ``TORCH_DIST_USE_NCCL2=value`` does; only the literal "0" and "1" count.
+
+    Returns one of ``"unset"``, ``"rollback"`` (``"0"``), ``"opt-in"`` (``"1"``)
+    or ``"no-effect"`` (any other spelling, e.g. "false", which does NOT roll back).
+    """
+    del torch_minor  # same reading on 2.14 and 2.15; kept for a future release
+    if value is None:
+        return "unset"
+    if value == "0":
+        return "rollback"
+    if value == "1":
+        return "opt-in"
+    return "no-effect"
+
+
 def nccl_builds(phase: Phase, toggle: str | None) -> str:
     """What "nccl" builds in ``phase`` with TORCH_DIST_USE_NCCL2=``toggle`` (None: unset): the
     NCCL_BUILDS cell.  With the rollback gone (announced past 2.15) it is nccl2 whatever the value."""
     if phase is Phase.ROLLBACK_GONE:
         return _N2
-    from .envvars import toggle_meaning
-
     # torch compares with the literals "0" and "1" only: any other value builds what "true" does.
     column = {"unset": "unset", "rollback": "0", "opt-in": "1"}.get(toggle_meaning(toggle), "true")
     return NCCL_BUILDS[_PHASE_RELEASE[phase]][column]

@@ -23,8 +23,8 @@ from ..._torch.envvars import (
     drop_blocked,
     legacy_note,
     lookup,
-    toggle_meaning,
 )
+from ..._torch.releases import toggle_meaning
 from .._model import FileResult, Finding, FixKind, Options, is_selected
 from .._shared import shared_note
 from .._suppress import HASH

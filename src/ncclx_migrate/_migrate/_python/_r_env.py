@@ -26,8 +26,8 @@ from ..._torch.envvars import (
     drop_blocked,
     legacy_note,
     lookup,
-    toggle_meaning,
 )
+from ..._torch.releases import toggle_meaning
 from .._model import FixKind
 from .._shared import shared_note
 from ._ctx import Analyzer, Edit, on
