@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+
 import click
 
 from . import __version__
+from ._exit import skip_final_gc
+from ._streams import fresh_line, whole_writes
 
 __all__ = ["cli", "main"]
 
@@ -40,17 +46,6 @@ class _Interrupted(Exception):
     """Ctrl-C in a command, carried past click's own handler (which prints a blank line first)."""
 
 
-def fresh_line() -> None:
-    """On a terminal, start ``ncclx``'s next stderr line at the left margin over whatever the
-    line holds (a progress count, the terminal's ``^C`` echo): its own line, no blank one above."""
-    import os
-    import sys
-
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\x1b[K" if os.environ.get("TERM") != "dumb" else "\r" + " " * 79 + "\r")
-        sys.stderr.flush()
-
-
 class _LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -63,8 +58,6 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in _COMMANDS and cmd_name not in self.commands:
-            import importlib
-
             module, _, attr = _COMMANDS[cmd_name].partition(":")
             command = getattr(importlib.import_module(module, __package__), attr)
             self.add_command(command, cmd_name)
@@ -96,12 +89,6 @@ def cli() -> None:
 
 def main() -> None:
     """``ncclx``; Ctrl-C exits 130 (128 + SIGINT, as shells expect), never 1 ("findings left")."""
-    import os
-    import sys
-
-    from ._exit import skip_final_gc
-    from ._streams import whole_writes
-
     skip_final_gc()
     whole_writes()
     try:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from typing import Any
 
-__all__ = ["whole_writes"]
+__all__ = ["fresh_line", "whole_writes"]
 
 
 class _FlushedWriter(io.BufferedWriter):
@@ -37,3 +38,11 @@ def whole_writes() -> None:
             setattr(sys, name, io.TextIOWrapper(_FlushedWriter(raw), encoding=stream.encoding,
                                                 errors=stream.errors, line_buffering=stream.line_buffering,
                                                 write_through=True))
+
+
+def fresh_line() -> None:
+    """On a terminal, start ``ncclx``'s next stderr line at the left margin over whatever the
+    line holds (a progress count, the terminal's ``^C`` echo): its own line, no blank one above."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K" if os.environ.get("TERM") != "dumb" else "\r" + " " * 79 + "\r")
+        sys.stderr.flush()
