@@ -19,7 +19,7 @@ a median misses it.  ``.backend`` is reported for information: torch follows it 
 
 The commands that print documentation (issue 28): ``ncclx --help``, ``ncclx rules``,
 ``ncclx explain NCX101`` (in a pipe: the markdown) and ``ncclx explain --format text NCX101``
-(the terminal layout), each under 150 ms: the median CPU time (user + sys) of the whole
+(the terminal layout), and ``ncclx --version`` (issue 32), each under 150 ms: the median CPU time (user + sys) of the whole
 process, start-up included, which reads the same on an idle and a loaded machine (wall time
 on an idle machine is about the same).  ``--commands-only`` measures just these.
 """
@@ -36,7 +36,7 @@ import time
 
 TARGET_MS = 20.0
 COMMAND_TARGET_MS = 150.0
-COMMANDS = (("--help",), ("rules",), ("explain", "NCX101"), ("explain", "--format", "text", "NCX101"))
+COMMANDS = (("--version",), ("--help",), ("rules",), ("explain", "NCX101"), ("explain", "--format", "text", "NCX101"))
 FINDINGS = {
     "TORCH_DIST_USE_NCCL2": "0",
     "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",

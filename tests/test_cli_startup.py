@@ -1,4 +1,4 @@
-"""`ncclx --help`, `ncclx rules` and `ncclx explain` import only what they print: no libcst,
+"""`ncclx --version`, `--help`, `rules` and `explain` import only what they print: no libcst,
 no codemod engine, no doctor (benchmarks/bench_import.py times them; docs/performance.md)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ print("\\nEXIT", code, "HEAVY", heavy, file=sys.stderr)
 """
 
 
-@pytest.mark.parametrize("args", [("--help",), ("rules",), ("explain", "NCX101"), ("explain", "--format", "text", "NCX101")])
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("rules",), ("explain", "NCX101"), ("explain", "--format", "text", "NCX101")])
 def test_help_rules_and_explain_import_only_what_they_print(args: tuple[str, ...]) -> None:
     proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], capture_output=True, text=True,
                           timeout=60)
