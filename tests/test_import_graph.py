@@ -1,7 +1,8 @@
 """The package's import graph, read from the source (ast over src/, nothing imported): no circle
 between modules or between packages, ``import ncclx_migrate`` reaches no torch knowledge but
 ``_torch``'s, and ``_torch`` imports nothing else of the project. docs/architecture.md draws
-the package graph that ``python -m tests.test_import_graph`` prints."""
+the package graph that ``python -m tests.test_import_graph`` prints (``--inside-functions``: the
+imports that load on use)."""
 
 from __future__ import annotations
 
@@ -136,6 +137,17 @@ def test_torch_knowledge_imports_nothing_else_of_the_project() -> None:
     assert graph["_torch.releases"] == set()  # the bottom: envvars and probe read it
 
 
+def inside_functions() -> list[str]:
+    """``module:line`` of each import of a project module inside a function (loaded on use)."""
+    out = []
+    for name, (path, _) in modules().items():
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += [f"{name}:{node.lineno}" for node in ast.walk(fn)
+                        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(TOP))]
+    return sorted(set(out))
+
+
 def mermaid() -> str:
     """The package graph as a mermaid flowchart, for docs/architecture.md."""
     lines = ["flowchart TD"]
@@ -144,5 +156,9 @@ def mermaid() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    sys.stdout.write(mermaid())
+if __name__ == "__main__":  # python -m tests.test_import_graph [--inside-functions]
+    if sys.argv[1:] == ["--inside-functions"]:
+        lines = inside_functions()
+        sys.stdout.write("".join(f"{line}\n" for line in lines) + f"{len(lines)} imports inside functions\n")
+    else:
+        sys.stdout.write(mermaid())
