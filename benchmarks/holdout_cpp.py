@@ -274,9 +274,9 @@ def main_trees(trees_dir: Path, gitdirs: Path | None, as_json: bool) -> int:
         for s in t.breaks:
             if s.where not in t.found:
                 print(f"  missed {t.tree.name} {s.where} wants {'/'.join(s.codes)}: {s.reason}")
-        for w in t.wrong:
-            where = f"on labelled site {w['site']}" if w["site"] else "unlabelled"
-            print(f"  wrong {w['code']} {t.tree.name} {w['path']}:{w['line']} ({where}): {w['message']}")
+        for fp in t.wrong:
+            where = f"on labelled site {fp['site']}" if fp["site"] else "unlabelled"
+            print(f"  wrong {fp['code']} {t.tree.name} {fp['path']}:{fp['line']} ({where}): {fp['message']}")
         for e in t.errors:
             print(f"  file error {t.tree.name}: {e}")
     return 0
