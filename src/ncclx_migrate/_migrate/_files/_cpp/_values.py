@@ -7,9 +7,13 @@ never sees nccl2 there: the object is the legacy class on every torch that has i
 is *self-built* when every value written to it in the file (initialisers, default member
 initialisers, constructor initialiser lists, assignments; a parameter of that name is a value
 from elsewhere) is such a construction, or another self-built name, its ``.get()``, or a cast
-of one.  Names are matched by spelling across the file (a local ``pg`` of one function and a
-parameter ``pg`` of another are one name), so a name with any other origin is not self-built:
-the rules then judge it as before.
+of one.  A local or a parameter (of a function or a lambda, a structured binding, a
+range-for variable) is its own variable, found as the compiler finds it: the innermost
+declaration in scope before the use (``name@offset``), so a ``backend`` bound from a sorted
+copy of the own groups is not the ``backend`` parameter of another function.  Members and
+globals are matched by spelling (a method defined in another file reads them).  A name with
+any other origin is not self-built: the rules then judge it as before.  ``nullptr`` is no
+object (none of torch's), and a lambda called where it is written gives what its returns give.
 
 Values also flow through the code's own functions and containers, as a front end follows
 them: a call of a function (or method) every definition of which returns a self-built object
