@@ -52,8 +52,9 @@ _ITERATORS = frozenset({"find", "begin", "lower_bound", "upper_bound"})
 _PG_RETURN = re.compile(r"^(?:(?:c10|std)::(?:intrusive_ptr|shared_ptr)<)?(?:::)?c10d::ProcessGroup>?$")
 
 BUILDERS = frozenset({"make_intrusive", "make_shared", "make_unique"})
-# torch's other backends: an object the code builds as one of them is its own too (a cast of
-# it to the legacy class is null on every torch, its name is never "nccl"): no nccl2 change.
+# torch's other backends: their factories (``ProcessGroupUCC::createProcessGroupUCC``) build an
+# object of the code's own, as a construction of any class but the legacy one does (a cast of it
+# to the legacy class is null on every torch, its name is never "nccl"): no nccl2 change.
 _OTHER_BACKENDS = frozenset({"ProcessGroupGloo", "ProcessGroupMPI", "ProcessGroupUCC", "ProcessGroupXCCL"})
 _BEGIN, _END = frozenset({"begin", "cbegin"}), frozenset({"end", "cend"})
 _PROCESS_GROUP = re.compile(r"(?:^|[^\w:]|::)ProcessGroup\b")
@@ -98,7 +99,8 @@ class Values:
         self._elements: dict[int, bool] = {}  # range-for ranges: node id -> binds a map's value (else an element)
         self.builds: list[Build] = []
         self.nccl2_builds: list[int] = []  # where the file builds nccl2's class (byte offsets)
-        self._other_built: set[int] = set()  # builds of torch's other backends (node ids)
+        self._other_built: set[int] = set()  # builds of any other class (node ids)
+        self._backend_built = False  # one of them is torch's other backends
         self._copies: dict[str, list[str]] = {}  # container -> the containers it is copied from
         self._handed: set[str] = set()  # names handed whole to a call (it may fill them)
         self._keys: dict[int, str] = {}  # identifier node id -> the key of the variable it names
@@ -113,7 +115,7 @@ class Values:
                 self._build(n, "new", ty)
         self._built_at = {b.node.id for b in self.builds} | self._other_built
         self.self_built: set[str] = set()
-        if self._built_at or self._calls_own(nodes["call_expression"]):
+        if self.builds or self._backend_built or self._calls_own(nodes["call_expression"]):
             # the writes are looked for only in a file that builds the class or calls a
             # function of the project that returns one
             self._nodes = find(root, cuda, _WRITES)
@@ -129,10 +131,12 @@ class Values:
         kind = self.resolver.kind_of_name(text_of(core), core.start_byte) if core is not None else None
         if core is not None and kind in (Kind.LEGACY, Kind.LEGACY_SUB):
             self.builds.append(Build(n, builder, core, kind))
-        elif kind is Kind.NCCL2:
+            return
+        if kind is Kind.NCCL2:
             self.nccl2_builds.append(n.start_byte)
-        elif core is not None and text_of(core).rpartition("::")[2] in _OTHER_BACKENDS:
+        if core is not None:  # any other class the code builds (a base Backend, a mock, a store)
             self._other_built.add(n.id)
+            self._backend_built |= text_of(core).rpartition("::")[2] in _OTHER_BACKENDS
 
     def _writes(self) -> dict[str, list[Node | None]]:
         """name -> the values written to it (None: a value from elsewhere)."""
