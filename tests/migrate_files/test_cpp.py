@@ -345,6 +345,23 @@ def test_a_version_arm_is_read_against_the_supported_range() -> None:
     assert _findings("x.cu", src, Options(target_torch=(2, 16))) == []
 
 
+def test_a_parameter_is_not_a_member_of_the_same_name() -> None:
+    """Variables are found by scope: the parameter `backend` of a function returning a
+    reference (its declarator nests the parameters one level deeper) is a value from the
+    caller, not the self-built member `backend` of a class of the file."""
+    src = (
+        "struct Grid {\n"
+        "  c10::intrusive_ptr<c10d::Backend> backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(nullptr, 0, 1);\n"
+        "};\n"
+        "c10d::Backend*& pick(c10d::Backend*& backend) {\n"
+        "  auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(backend);\n"
+        "  return backend;\n"
+        "}\n"
+        "void close(Grid& g) { dynamic_cast<c10d::ProcessGroupNCCL*>(g.backend.get())->shutdown(); }\n"
+    )
+    assert _findings("x.cpp", src) == [(2, "NCX307"), (5, "NCX301")]
+
+
 def test_an_elif_arm_names_only_what_the_version_macros_leave_open() -> None:
     """Arms read one at a time (each opens the `if` the code after them closes): the `#if`
     arm is torch 2.13's, so the `#elif` and `#else` arms are reported, each under the project

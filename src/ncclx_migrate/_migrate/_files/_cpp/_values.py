@@ -652,7 +652,8 @@ def _declared_here(scope: Node, name: str, before: int) -> Node | None:
     if scope.type in ("function_definition", "lambda_expression", "catch_clause"):
         d = scope.child_by_field_name("declarator") if scope.type != "catch_clause" else None
         while d is not None and d.type not in ("function_declarator", "abstract_function_declarator"):
-            d = d.child_by_field_name("declarator")
+            # through ``T* f(...)`` and ``T& f(...)`` (a reference declarator has no field)
+            d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
         params = d.child_by_field_name("parameters") if d is not None else scope.child_by_field_name("parameters")
         decls = [p for p in params.named_children if p.type.endswith("parameter_declaration")] if params else []
     elif scope.type == "for_range_loop":
