@@ -345,6 +345,50 @@ def test_a_version_arm_is_read_against_the_supported_range() -> None:
     assert _findings("x.cu", src, Options(target_torch=(2, 16))) == []
 
 
+def test_a_parameter_is_not_a_member_of_the_same_name() -> None:
+    """Variables are found by scope: the parameter `backend` of a function returning a
+    reference (its declarator nests the parameters one level deeper) is a value from the
+    caller, not the self-built member `backend` of a class of the file."""
+    src = (
+        "struct Grid {\n"
+        "  c10::intrusive_ptr<c10d::Backend> backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(nullptr, 0, 1);\n"
+        "};\n"
+        "c10d::Backend*& pick(c10d::Backend*& backend) {\n"
+        "  auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(backend);\n"
+        "  return backend;\n"
+        "}\n"
+        "void close(Grid& g) { dynamic_cast<c10d::ProcessGroupNCCL*>(g.backend.get())->shutdown(); }\n"
+    )
+    assert _findings("x.cpp", src) == [(2, "NCX307"), (5, "NCX301")]
+
+
+def test_an_elif_arm_names_only_what_the_version_macros_leave_open() -> None:
+    """Arms read one at a time (each opens the `if` the code after them closes): the `#if`
+    arm is torch 2.13's, so the `#elif` and `#else` arms are reported, each under the project
+    macro alone; "not torch older than 2.14" holds on every torch with nccl2 and goes unsaid."""
+    src = (
+        "int64_t comm(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool a) {\n"
+        "  auto backend = pg->getBackend(c10::DeviceType::CUDA);\n"
+        "#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 14\n"
+        "  if (a) {\n"
+        "    auto* p = static_cast<c10d::ProcessGroupNCCL*>(backend.get());\n"
+        "#elif defined(EXT_FAST)\n"
+        "  if (!a) {\n"
+        "    auto* p = dynamic_cast<c10d::ProcessGroupNCCL*>(backend.get());\n"
+        "#else\n"
+        "  {\n"
+        "    auto* p = reinterpret_cast<c10d::ProcessGroupNCCL*>(backend.get());\n"
+        "#endif\n"
+        "    return p->getCommPtr();\n"
+        "  }\n"
+        "}\n"
+    )
+    result = scan("x.cpp", src, Options(target_torch=(2, 13)))
+    assert result is not None and result.error is None
+    assert [(f.line, f.code, f.detail.split(". ")[0]) for f in result.findings] == [
+        (8, "NCX301", "Only under `defined(EXT_FAST)`"), (11, "NCX302", "Only under `!defined(EXT_FAST)`")]
+
+
 @pytest.mark.parametrize("ext", [".cpp", ".cc", ".cu", ".cuh", ".hip", ".h", ".hpp"])
 def test_own_subclass_cast_is_cleared_in_every_dialect(ext: str) -> None:
     """A legacy-typed reference (parameter, member, the file's accessor) cast to the code's own

@@ -64,3 +64,23 @@ def test_no_finding_where_none_is_due(scored: Score, site: dict[str, Any]) -> No
 
 def test_no_finding_off_the_labelled_sites(scored: Score) -> None:
     assert [fp for fp in scored.false_positives if fp["site"] is None] == []
+
+
+def test_the_real_tree_labels_name_their_trees() -> None:
+    """The real-tree hold-out's data files (benchmarks/holdout_cpp_*.tsv) agree: every
+    labelled site is in a listed tree, every tree has sites, a site's label and codes are
+    known, and the trees span at least 10 projects, 3 of them at two or more commits."""
+    from holdout_cpp import read_sites, read_trees
+
+    trees = read_trees()
+    sites = read_sites()
+    named = {(t.repo, t.commit) for t in trees}
+    assert len(named) == len(trees)
+    assert {(s.repo, s.commit) for s in sites} == named
+    assert all(s.label in ("break", "not-a-break", "tolerated") and s.reason for s in sites)
+    assert all(c.startswith("NCX3") and len(c) == 6 for s in sites for c in s.codes)
+    assert all(len(t.commit) == 40 and t.folders for t in trees)
+    per_project: dict[str, int] = {}
+    for t in trees:
+        per_project[t.repo] = per_project.get(t.repo, 0) + 1
+    assert len(per_project) >= 10 and sum(n >= 2 for n in per_project.values()) >= 3

@@ -62,7 +62,9 @@ def merge_views(scans: list[Scan], found: list[list[Hit]], bad: list[list[Unread
                 if a.start <= h.offset < a.end or (missing and lo <= a.start < hi and id(a) not in elsewhere):
                     arms[id(a)] = a
         if arms:
-            _under(h, " && ".join(dict.fromkeys(a.condition for a in sorted(arms.values(), key=lambda a: a.start))))
+            said = (versions.wording(a) if versions is not None else a.condition
+                    for a in sorted(arms.values(), key=lambda a: a.start))
+            _under(h, " && ".join(dict.fromkeys(said)))
         out.append(h)
     return out
 

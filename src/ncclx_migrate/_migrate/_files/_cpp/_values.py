@@ -7,9 +7,13 @@ never sees nccl2 there: the object is the legacy class on every torch that has i
 is *self-built* when every value written to it in the file (initialisers, default member
 initialisers, constructor initialiser lists, assignments; a parameter of that name is a value
 from elsewhere) is such a construction, or another self-built name, its ``.get()``, or a cast
-of one.  Names are matched by spelling across the file (a local ``pg`` of one function and a
-parameter ``pg`` of another are one name), so a name with any other origin is not self-built:
-the rules then judge it as before.
+of one.  A local or a parameter (of a function or a lambda, a structured binding, a
+range-for variable) is its own variable, found as the compiler finds it: the innermost
+declaration in scope before the use (``name@offset``), so a ``backend`` bound from a sorted
+copy of the own groups is not the ``backend`` parameter of another function.  Members and
+globals are matched by spelling (a method defined in another file reads them).  A name with
+any other origin is not self-built: the rules then judge it as before.  ``nullptr`` is no
+object (none of torch's), and a lambda called where it is written gives what its returns give.
 
 Values also flow through the code's own functions and containers, as a front end follows
 them: a call of a function (or method) every definition of which returns a self-built object
@@ -26,7 +30,7 @@ so a call of a function defined or declared in another file is judged by that fi
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -48,8 +52,9 @@ _ITERATORS = frozenset({"find", "begin", "lower_bound", "upper_bound"})
 _PG_RETURN = re.compile(r"^(?:(?:c10|std)::(?:intrusive_ptr|shared_ptr)<)?(?:::)?c10d::ProcessGroup>?$")
 
 BUILDERS = frozenset({"make_intrusive", "make_shared", "make_unique"})
-# torch's other backends: an object the code builds as one of them is its own too (a cast of
-# it to the legacy class is null on every torch, its name is never "nccl"): no nccl2 change.
+# torch's other backends: their factories (``ProcessGroupUCC::createProcessGroupUCC``) build an
+# object of the code's own, as a construction of any class but the legacy one does (a cast of it
+# to the legacy class is null on every torch, its name is never "nccl"): no nccl2 change.
 _OTHER_BACKENDS = frozenset({"ProcessGroupGloo", "ProcessGroupMPI", "ProcessGroupUCC", "ProcessGroupXCCL"})
 _BEGIN, _END = frozenset({"begin", "cbegin"}), frozenset({"end", "cend"})
 _PROCESS_GROUP = re.compile(r"(?:^|[^\w:]|::)ProcessGroup\b")
@@ -94,9 +99,12 @@ class Values:
         self._elements: dict[int, bool] = {}  # range-for ranges: node id -> binds a map's value (else an element)
         self.builds: list[Build] = []
         self.nccl2_builds: list[int] = []  # where the file builds nccl2's class (byte offsets)
-        self._other_built: set[int] = set()  # builds of torch's other backends (node ids)
+        self._other_built: set[int] = set()  # builds of any other class (node ids)
+        self._backend_built = False  # one of them is torch's other backends
         self._copies: dict[str, list[str]] = {}  # container -> the containers it is copied from
         self._handed: set[str] = set()  # names handed whole to a call (it may fill them)
+        self._keys: dict[int, str] = {}  # identifier node id -> the key of the variable it names
+        self._invoking: set[int] = set()  # the lambdas being judged (a lambda that calls itself)
         for n in nodes["call_expression"]:
             found = _template_call(n)
             if found is not None and found[0] in BUILDERS:
@@ -107,7 +115,7 @@ class Values:
                 self._build(n, "new", ty)
         self._built_at = {b.node.id for b in self.builds} | self._other_built
         self.self_built: set[str] = set()
-        if self._built_at or self._calls_own(nodes["call_expression"]):
+        if self.builds or self._backend_built or self._calls_own(nodes["call_expression"]):
             # the writes are looked for only in a file that builds the class or calls a
             # function of the project that returns one
             self._nodes = find(root, cuda, _WRITES)
@@ -123,18 +131,20 @@ class Values:
         kind = self.resolver.kind_of_name(text_of(core), core.start_byte) if core is not None else None
         if core is not None and kind in (Kind.LEGACY, Kind.LEGACY_SUB):
             self.builds.append(Build(n, builder, core, kind))
-        elif kind is Kind.NCCL2:
+            return
+        if kind is Kind.NCCL2:
             self.nccl2_builds.append(n.start_byte)
-        elif core is not None and text_of(core).rpartition("::")[2] in _OTHER_BACKENDS:
+        if core is not None:  # any other class the code builds (a base Backend, a mock, a store)
             self._other_built.add(n.id)
+            self._backend_built |= text_of(core).rpartition("::")[2] in _OTHER_BACKENDS
 
     def _writes(self) -> dict[str, list[Node | None]]:
         """name -> the values written to it (None: a value from elsewhere)."""
         out: dict[str, list[Node | None]] = {}
         for d in self._nodes.get("init_declarator", []):
-            name = declarator_name(d.child_by_field_name("declarator"))
+            name = self._declared(d.child_by_field_name("declarator"))
             value = d.child_by_field_name("value")
-            source = _range_source(value) if value is not None else ""
+            source = self._range_source(value) if value is not None else ""
             if name and source:  # std::vector<std::pair<K, V>> c(own.begin(), own.end())
                 self._copies.setdefault(name, []).append(source)
                 continue
@@ -154,12 +164,11 @@ class Values:
                 out.setdefault(name, []).append(only)
         for a in self._nodes.get("assignment_expression", []):
             left = a.child_by_field_name("left")
-            name = text_of(left.child_by_field_name("field")) if left is not None and left.type == "field_expression" \
-                else text_of(left) if left is not None and left.type == "identifier" else ""
+            name = self._ref(left)
             if name:
                 out.setdefault(name, []).append(a.child_by_field_name("right"))
         for p in self._nodes.get("parameter_declaration", []) + self._nodes.get("optional_parameter_declaration", []):
-            name = declarator_name(p.child_by_field_name("declarator"))
+            name = self._declared(p.child_by_field_name("declarator"))
             if name:
                 out.setdefault(name, []).append(None)
         for loop in self._nodes.get("for_range_loop", []):
@@ -174,15 +183,56 @@ class Values:
                 if decl.type == "structured_binding_declarator" else [decl]
             if len(names) == 2:  # for (auto& [key, value] : map): the value is an element
                 self._elements[right.id] = True
-                out.setdefault(text_of(names[0]), []).append(None)
-                out.setdefault(text_of(names[1]), []).append(right)
+                out.setdefault(self._declared(names[0]), []).append(None)
+                out.setdefault(self._declared(names[1]), []).append(right)
             elif len(names) == 1 and names[0].type == "identifier":
                 self._elements[right.id] = False
-                out.setdefault(text_of(names[0]), []).append(right)
+                out.setdefault(self._declared(names[0]), []).append(right)
             else:
                 for n in names:
-                    out.setdefault(declarator_name(n), []).append(None)
+                    out.setdefault(self._declared(n), []).append(None)
         return out
+
+    # --- which variable a name means ---
+    def _declared(self, d: Node | None) -> str:
+        """The key of the variable declarator ``d`` declares: ``name@offset`` for a local or a
+        parameter (of a function or a lambda, a structured binding), else its name (a member or
+        a global, matched by spelling across the project)."""
+        ident = _declarator_ident(d)
+        if ident is None:
+            return ""
+        return f"{text_of(ident)}@{ident.start_byte}" if _in_body(ident) else text_of(ident)
+
+    def _ref(self, n: Node | None) -> str:
+        """The key of the variable ``n`` names: an identifier by the innermost declaration in
+        scope where it is written (:meth:`_declared`'s key), a member (``this->x``, ``o.x``)
+        by its name; "" for anything else."""
+        if n is None:
+            return ""
+        if n.type == "field_expression":
+            return text_of(n.child_by_field_name("field"))
+        if n.type != "identifier":
+            return ""
+        key = self._keys.get(n.id)
+        if key is None:
+            ident = _declaration_of(n)
+            key = f"{text_of(n)}@{ident.start_byte}" if ident is not None else text_of(n)
+            self._keys[n.id] = key
+        return key
+
+    def _range_source(self, value: Node) -> str:
+        return _range_source(value, self._ref)
+
+    def _lambda_built(self, lam: Node) -> bool:
+        """Does every return of lambda ``lam`` (called where it is written) give a self-built
+        object?"""
+        body = lam.child_by_field_name("body")
+        returns = _own_returns(body) if body is not None else []
+        self._invoking.add(lam.id)
+        try:
+            return bool(returns) and all(bool(r.named_children) and self.built(r.named_children[0]) for r in returns)
+        finally:
+            self._invoking.discard(lam.id)
 
     def _puts(self, calls: list[Node]) -> dict[str, list[tuple[Node | None, str]]]:
         """container name -> the elements put in it, with their shape ("pair": a map's value,
@@ -195,7 +245,7 @@ class Values:
             if fn is None or args is None:
                 continue
             if fn.type == "field_expression":
-                name, member = _spelled(fn.child_by_field_name("argument")), text_of(fn.child_by_field_name("field"))
+                name, member = self._ref(fn.child_by_field_name("argument")), text_of(fn.child_by_field_name("field"))
                 if name and member in _PUT_PAIR:
                     value = args.named_children[-1] if len(args.named_children) == 2 else None
                     out.setdefault(name, []).append((value, "pair"))
@@ -205,13 +255,13 @@ class Values:
                 elif name and member not in _READS:
                     other[name] = 1
             for a in args.named_children:  # a container handed to a call may be filled there
-                name = _spelled(strip(a))
+                name = self._ref(strip(a))
                 if name:
                     other[name] = 1
         for a in self._nodes.get("assignment_expression", []):
             left = a.child_by_field_name("left")
             if left is not None and left.type == "subscript_expression":
-                name = _spelled(left.child_by_field_name("argument"))
+                name = self._ref(left.child_by_field_name("argument"))
                 if name:
                     out.setdefault(name, []).append((a.child_by_field_name("right"), ""))
         for a in self._nodes.get("assignment_expression", []):
@@ -297,18 +347,18 @@ class Values:
         """Is ``n`` an iterator into an own container (``c.find(k)``, ``c.emplace(...).first``)?"""
         n = strip(n)
         if n.type == "identifier":
-            return text_of(n) in self.own_iters
+            return self._ref(n) in self.own_iters
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
             return fn is not None and fn.type == "field_expression" \
                 and text_of(fn.child_by_field_name("field")) in _ITERATORS \
-                and _spelled(fn.child_by_field_name("argument")) in self.own_containers
+                and self._ref(fn.child_by_field_name("argument")) in self.own_containers
         if n.type == "field_expression" and text_of(n.child_by_field_name("field")) == "first":
             call = n.child_by_field_name("argument")
             fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
             return fn is not None and fn.type == "field_expression" \
                 and text_of(fn.child_by_field_name("field")) in _PUT_PAIR | {"insert"} \
-                and _spelled(fn.child_by_field_name("argument")) in self.own_containers
+                and self._ref(fn.child_by_field_name("argument")) in self.own_containers
         return False
 
     # --- what functions return ---
@@ -353,7 +403,7 @@ class Values:
         out.update({f"own:{k}": k in self.returns_own for k in self._returns()})
         if not self._nodes:
             self._nodes = find(self.root, self.cuda, _WRITES)
-        out.update({f"fills:{n}": n in self.own_containers for n in self._puts(self._calls)})
+        out.update({f"fills:{n}": n in self.own_containers for n in self._puts(self._calls) if "@" not in n})
         out.update(dict.fromkeys(self._member_types(), True))
         return out
 
@@ -423,10 +473,12 @@ class Values:
         if n.id in self._built_at:
             return True
         if n.id in self._elements:  # a range-for over an own container of that shape
-            shape = self.own_containers.get(_spelled(n))
+            shape = self.own_containers.get(self._ref(n))
             return shape is not None and shape in (("pair", "") if self._elements[n.id] else ("one", ""))
         if n.type == "identifier":
-            return text_of(n) in self.self_built
+            return self._ref(n) in self.self_built
+        if n.type == "null":  # nullptr: no object, so none of torch's
+            return True
         if n.type == "field_expression":
             field = text_of(n.child_by_field_name("field"))
             if field == "second":
@@ -434,17 +486,22 @@ class Values:
                 return arg is not None and self._iterator(arg)
             return field in self.self_built
         if n.type == "subscript_expression":
-            return _spelled(n.child_by_field_name("argument")) in self.own_containers
+            return self._ref(n.child_by_field_name("argument")) in self.own_containers
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
             if fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) == "get":
                 arg = fn.child_by_field_name("argument")
                 return arg is not None and self.built(arg)
             if fn is not None and fn.type == "field_expression" and text_of(fn.child_by_field_name("field")) == "at":
-                return _spelled(fn.child_by_field_name("argument")) in self.own_containers
+                return self._ref(fn.child_by_field_name("argument")) in self.own_containers
             if fn is not None and fn.type in ("identifier", "qualified_identifier", "field_expression") \
                     and self.fact("own", n):
                 return True
+            if fn is not None and fn.type == "qualified_identifier" and _last_scope(fn)[0] in _OTHER_BACKENDS:
+                return True  # c10d::ProcessGroupUCC::createProcessGroupUCC(...): another backend's factory
+            lam = strip(fn) if fn is not None else None
+            if lam is not None and lam.type == "lambda_expression" and lam.id not in self._invoking:
+                return self._lambda_built(lam)
             cast = _template_call(n)
             args = n.child_by_field_name("arguments")
             if cast is not None and cast[0] in _CASTS and args is not None and len(args.named_children) == 1:
@@ -455,8 +512,9 @@ class Values:
         return False
 
 
-def _range_source(value: Node) -> str:
-    """``c`` when ``value`` (an initialiser) is ``(c.begin(), c.end())`` or ``{...}`` of them."""
+def _range_source(value: Node, ref: Callable[[Node | None], str]) -> str:
+    """``c`` when ``value`` (an initialiser) is ``(c.begin(), c.end())`` or ``{...}`` of them
+    (``ref``: the key of the variable a node names)."""
     if value.type not in ("argument_list", "initializer_list") or len(value.named_children) != 2:
         return ""
     ends = []
@@ -464,7 +522,7 @@ def _range_source(value: Node) -> str:
         fn = call.child_by_field_name("function") if call.type == "call_expression" else None
         if fn is None or fn.type != "field_expression":
             return ""
-        ends.append((_spelled(fn.child_by_field_name("argument")), text_of(fn.child_by_field_name("field"))))
+        ends.append((ref(fn.child_by_field_name("argument")), text_of(fn.child_by_field_name("field"))))
     (a, first), (b, last) = ends
     return a if a and a == b and first in _BEGIN and last in _END else ""
 
@@ -561,6 +619,81 @@ def _own_returns(body: Node) -> list[Node]:
         elif n.type not in ("lambda_expression", "function_definition", "class_specifier", "struct_specifier"):
             stack.extend(n.children)
     return out
+
+
+_SCOPES = frozenset({"compound_statement", "for_range_loop", "for_statement", "condition_clause", "catch_clause",
+                     "function_definition", "lambda_expression"})
+
+
+def _declarator_ident(d: Node | None) -> Node | None:
+    """The identifier a declarator declares (through pointers, references, initialisers)."""
+    while d is not None and d.type not in ("identifier", "field_identifier"):
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return d
+
+
+def _in_body(ident: Node) -> bool:
+    """Is a declared identifier local to a function or lambda (its body or parameters)?"""
+    p = ident.parent
+    while p is not None:
+        if p.type in ("function_definition", "lambda_expression"):
+            return True
+        if p.type in ("field_declaration_list", "translation_unit", "declaration_list", "field_declaration"):
+            return False
+        p = p.parent
+    return False
+
+
+def _declared_here(scope: Node, name: str, before: int) -> Node | None:
+    """The identifier of the last declaration of ``name`` that ``scope`` itself holds before
+    byte ``before`` (its statements, through ``#if`` arms; a loop's or condition's variable;
+    a function's or lambda's parameters)."""
+    found: Node | None = None
+    if scope.type in ("function_definition", "lambda_expression", "catch_clause"):
+        d = scope.child_by_field_name("declarator") if scope.type != "catch_clause" else None
+        while d is not None and d.type not in ("function_declarator", "abstract_function_declarator"):
+            # through ``T* f(...)`` and ``T& f(...)`` (a reference declarator has no field)
+            d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+        params = d.child_by_field_name("parameters") if d is not None else scope.child_by_field_name("parameters")
+        decls = [p for p in params.named_children if p.type.endswith("parameter_declaration")] if params else []
+    elif scope.type == "for_range_loop":
+        d = scope.child_by_field_name("declarator")
+        while d is not None and d.type in ("reference_declarator", "pointer_declarator") and d.named_children:
+            d = d.named_children[0]
+        names = [c for c in d.named_children if c.type == "identifier"] \
+            if d is not None and d.type == "structured_binding_declarator" else [d] if d is not None else []
+        return next((n for n in names if n.type == "identifier" and text_of(n) == name), None)
+    else:
+        decls, stack = [], list(scope.named_children)
+        while stack:
+            c = stack.pop(0)
+            if c.start_byte >= before:
+                break
+            if c.type == "declaration":
+                decls.append(c)
+            elif c.type.startswith("preproc_"):
+                stack[:0] = c.named_children
+    for decl in decls:
+        for d in decl.children_by_field_name("declarator"):
+            ident = _declarator_ident(d)
+            if ident is not None and text_of(ident) == name and ident.start_byte < before:
+                found = ident
+    return found
+
+
+def _declaration_of(ident: Node) -> Node | None:
+    """The identifier of the local or parameter declaration an identifier use names (the
+    innermost in scope before it), or None (a member, a global, or not declared here)."""
+    name, p = text_of(ident), ident.parent
+    while p is not None:
+        if p.type in _SCOPES:
+            found = _declared_here(p, name, ident.start_byte)
+            if found is not None:
+                return found
+            if p.type == "function_definition":
+                return None
+        p = p.parent
+    return None
 
 
 def declarator_name(d: Node | None) -> str:

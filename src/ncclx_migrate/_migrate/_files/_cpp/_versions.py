@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ._parse import parse_snippet
-from ._views import Arm, Group
+from ._views import Arm, Group, negate
 
 __all__ = ["NCCL2_FROM", "VersionArms", "releases", "truth"]
 
@@ -179,6 +179,17 @@ class VersionArms:
         """Is ``arm`` compiled by every torch with nccl2 the project supports (its condition
         says nothing about nccl2's code)?"""
         return bool(self.nccl2) and all(_arm_truth(arm, r) is True for r in self.nccl2)
+
+    def wording(self, arm: Arm) -> str:
+        """``arm``'s condition as a finding says it: without the terms that every torch with
+        nccl2 in the range decides the arm's way (an ``#elif``'s "earlier conditions false"
+        on torch's version macros), so the finding names only what the scanner cannot
+        decide; the whole condition when every term goes or none is decided."""
+        if not self.nccl2:
+            return arm.condition
+        kept = [text if wanted else negate(text) for text, wanted in arm.terms
+                if not all(truth(text, r) is wanted for r in self.nccl2)]
+        return " && ".join(kept) if kept and len(kept) < len(arm.terms) else arm.condition
 
     def never_nccl2(self, offset: int) -> bool:
         """Is the byte ``offset`` in code that no torch with nccl2 in the range compiles (the

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-__all__ = ["Arm", "Group", "View", "arm_views", "conditionals"]
+__all__ = ["Arm", "Group", "View", "arm_views", "conditionals", "negate"]
 
 _DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b"
                         rb"((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)")
@@ -62,7 +62,7 @@ class View:
 _FLIP = {">=": "<", "<": ">=", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
 
 
-def _negate(cond: str) -> str:
+def negate(cond: str) -> str:
     if re.fullmatch(r"!?\s*(?:defined\s*\(\s*\w+\s*\)|\w+)", cond):
         return cond[1:].strip() if cond.startswith("!") else f"!{cond}"
     compare = re.fullmatch(r"([\w.]+)\s*(>=|<=|==|!=|<|>)\s*([\w.]+)", cond)
@@ -110,7 +110,7 @@ def conditionals(data: bytes, root: Node) -> list[Group]:
             done.append(stack.pop())
             earlier.pop()
             continue
-        nots = " && ".join(_negate(c) for c in prior)
+        nots = " && ".join(negate(c) for c in prior)
         terms = tuple((c, False) for c in prior)
         if kind == b"else":
             cond, dead = nots, False
