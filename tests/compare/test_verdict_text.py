@@ -111,6 +111,9 @@ def test_counts_agree_in_number_and_a_burst_not_seen_again_is_not_named() -> Non
     assert unconfirmed.startswith("not confirmed: 1 case looked different in the sweep but not when measured "
                                   "again: all_reduce_sum 1K fp32 (")
     assert "1 cases" not in text and "1 regressions" not in text
+    # S: 1 warm-up call, and 20 calls over 20 rounds
+    assert "20 paired rounds per case, the arms alternating ABBA; per round and arm 1 timed call (1 warm-up call " \
+           "first);" in " ".join(text.split())
 
 
 def test_identical_arms_agree_and_say_what_could_have_been_seen() -> None:
