@@ -2,7 +2,7 @@
 verdict holds up beside a busy neighbour.
 
     python benchmarks/bench_compare.py [--ranks 2,4]          # the default sweep's time
-    python benchmarks/bench_compare.py --noise [--aa 20] [--slowed 5]
+    python benchmarks/bench_compare.py --noise [--aa 20] [--slowed 10]
 
 ``--noise``: a process burning one CPU for the whole run (a neighbour on a shared node), then
 (1) ``--aa`` A/A runs, gloo against gloo, 2 sizes x 3 collectives (6 cases): how many runs name
@@ -50,6 +50,8 @@ def _children_cpu() -> float:
 
 
 PLUGIN = Path(__file__).resolve().parents[1] / "tests" / "compare" / "plugin"
+# --noise: 6 cases (2 sizes x 3 collectives, fp32), the default 20 one-call rounds: ~12 s a run on
+# the 2 loaded cores of the development machine, mostly the two torch start-ups (in parallel).
 SMALL = ["--sizes", "1K,64K", "--dtypes", "fp32", "--warmup", "1", "--collectives",
          "all_reduce_sum,all_gather,broadcast", "--format", "json"]
 
@@ -61,43 +63,60 @@ def _one(arms: list[str]) -> dict[str, Any]:
     return report
 
 
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0]) if Path("/proc/loadavg").exists() else -1.0
+
+
 def _noise(aa: int, slowed: int) -> None:
     burner = subprocess.Popen([PY, "-c", "while True: pass"])
+    loads = [_load()]
+    began = time.perf_counter()
     try:
-        t = time.perf_counter()
-        alarms, walls, sens = 0, [], []
+        alarms, walls, sens, unconfirmed = 0, [], [], 0
         for n in range(aa):
             t0 = time.perf_counter()
             r = _one(["gloo", "gloo"])
             walls.append(time.perf_counter() - t0)
+            loads.append(_load())
             named = len(r["regressions"]) + len(r["improvements"])
             alarms += named > 0
+            unconfirmed += bool(r["unconfirmed"])
             sens.append({x["collective"]: x["detectable"] for x in r["sensitivity"]})
             print(f"A/A run {n + 1}: exit {r['exit']}, {named} named, {len(r['unconfirmed'])} not confirmed, "
-                  f"detectable {sens[-1]}", file=sys.stderr)
-        print(f"A/A: {alarms} of {aa} runs named a regression or an improvement "
-              f"(median run {statistics.median(walls):.1f} s, {time.perf_counter() - t:.0f} s in all)\n")
+                  f"detectable {sens[-1]}, load {loads[-1]:.1f}", file=sys.stderr)
+        print(f"A/A (gloo against gloo, {' '.join(SMALL[:-2])}): {alarms} of {aa} runs named a regression or an "
+              f"improvement; {unconfirmed} had a case flagged in the sweep and not confirmed when measured again "
+              f"(median run {statistics.median(walls):.1f} s)\n")
         per = {c: [s[c] for s in sens if s.get(c) is not None] for c in sens[0]} if sens else {}
-        print("| collective | detectable slowdown, median of the A/A runs | runs with none detectable |")
+        print("| collective | detectable slowdown: median of the A/A runs (range) | runs with none detectable |")
         print("|---|---|---|")
         for c, xs in per.items():
-            print(f"| {c} | {statistics.median(xs):.0%} | {sum(1 for s in sens if s.get(c) is None)} |"
-                  if xs else f"| {c} | - | {len(sens)} |")
-        print("\n| arm B's all_reduce_sum | runs naming it | its cases named | named as an improvement | "
-              "other collectives named |")
-        print("|---|---|---|---|---|")
+            print(f"| {c} | {statistics.median(xs):.0%} ({min(xs):.0%} to {max(xs):.0%}) | "
+                  f"{sum(1 for s in sens if s.get(c) is None)} |" if xs else f"| {c} | - | {len(sens)} |")
+        print("\n| arm B's all_reduce_sum | runs naming it | its cases named | its detectable size (median) | "
+              "named as an improvement | other collectives named |")
+        print("|---|---|---|---|---|---|")
         base = f"perturbed,PYTHONPATH={PLUGIN}"
         for factor in ("1.25", "2"):
             hit = cases = faster = other = 0
+            seen: list[float] = []
             for n in range(slowed):
                 r = _one([base, f"{base},NCCLX_PERTURB=slower:all_reduce_sum:{factor}"])
+                loads.append(_load())
                 mine = [g for g in r["regressions"] if g["collective"] == "all_reduce_sum"]
                 hit += bool(mine)
                 cases += len(mine)
                 faster += len(r["improvements"])
                 other += len(r["regressions"]) - len(mine)
-                print(f"{factor}x run {n + 1}: exit {r['exit']}, {len(mine)} of 2 named", file=sys.stderr)
-            print(f"| {factor}x | {hit} of {slowed} | {cases} of {2 * slowed} | {faster} | {other} |")
+                det = next((x["detectable"] for x in r["sensitivity"] if x["collective"] == "all_reduce_sum"), None)
+                seen.append(float("inf") if det is None else det)
+                print(f"{factor}x run {n + 1}: exit {r['exit']}, {len(mine)} of 2 named, detectable {det}, "
+                      f"load {loads[-1]:.1f}", file=sys.stderr)
+            typical = statistics.median(seen) if seen else float("inf")
+            shown = "none" if typical == float("inf") else f"{typical:.0%}"
+            print(f"| {factor}x | {hit} of {slowed} | {cases} of {2 * slowed} | {shown} | {faster} | {other} |")
+        print(f"\n{aa + 2 * slowed} runs in {time.perf_counter() - began:.0f} s; load average (1 min) "
+              f"{min(loads):.1f} to {max(loads):.1f}, the neighbour included")
     finally:
         burner.kill()
         burner.wait()
@@ -108,7 +127,7 @@ def main() -> None:
     ap.add_argument("--ranks", default="2,4")
     ap.add_argument("--noise", action="store_true", help="false alarms and detection beside a busy neighbour")
     ap.add_argument("--aa", type=int, default=20, help="--noise: A/A runs")
-    ap.add_argument("--slowed", type=int, default=5, help="--noise: runs per slowdown")
+    ap.add_argument("--slowed", type=int, default=10, help="--noise: runs per slowdown")
     args = ap.parse_args()
     if args.noise:
         _noise(args.aa, args.slowed)

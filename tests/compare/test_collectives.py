@@ -159,7 +159,8 @@ def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
     (("--steps", "3"), "--steps goes with --train"),
     (("--train",), "--train needs the training command after --"),
     (("--train", "--sizes", "1K", "--", "true"), "--sizes goes without --train"),
-    (("--train", "--require-sensitivity", "10", "--", "true"), "--require-sensitivity goes without --train"),
+    (("--train", "--rounds", "10", "--", "true"), "--rounds goes without --train (a training run's paired rounds "
+                                                   "are its steps: --steps sets how many)"),
     # A mistyped backend stops before any rank starts, with the names this torch knows.
     (("--arm", "foo", "--arm", "gloo"), "ncclx compare: error: --arm 'foo': 'foo' is not a backend this torch "
                                         "knows; known: fake, gloo, mpi, nccl, "),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ncclx_migrate._compare._trainlog import child_error
 
@@ -58,6 +59,34 @@ def test_tokens_per_second_is_compared_where_the_output_prints_it(tmp_path: Path
     assert 2.4 < speed["interval"][0] <= speed["ratio"] <= speed["interval"][1] < 2.6
     assert report["verdict"].startswith("the arms agree: 1 metric equal exactly over 12 steps, but B is slower: "
                                         "tokens/s B/A 2.49")
+
+
+def test_require_sensitivity_gates_on_the_step_time_interval(tmp_path: Path) -> None:
+    """With --train, --require-sensitivity asks the step time's interval what the collectives'
+    ask theirs: equal numbers exit 3 when a slowdown of PCT could not have been seen.  tokens/s
+    printed by the script makes the ratios exact: steady in one run, B alternating 1000 and
+    500 tokens/s (every other step twice as slow) in another."""
+    script = tmp_path / "tps.py"
+    script.write_text("import os, sys\nfor i in range(int(sys.argv[1])):\n"
+                      "    tps = 1000 // (1 + int(os.environ['WOBBLE']) * (i % 2))\n"
+                      "    print(f'step {i} loss={1 / (i + 1)!r} tokens/s={tps}')\n")
+
+    def run(wobble: str, steps: str) -> tuple[int, dict[str, Any]]:
+        proc = compare("--train", "--require-sensitivity", "50", "--format", "json", "--arm", "gloo,WOBBLE=0",
+                       "--arm", f"gloo,WOBBLE={wobble}", "--", sys.executable, str(script), steps)
+        return proc.returncode, json.loads(proc.stdout)
+
+    rc, report = run("0", "12")  # every ratio 1: a 5% slowdown would have been seen
+    assert (rc, report["speed"]["detectable"]) == (0, 0.05), report["verdict"]
+    assert report["verdict"] == "the arms agree: 1 metric equal exactly over 12 steps"
+    rc, report = run("1", "12")  # 11 pairs, 6 of them at 2x: the interval reaches from 1 to 2
+    assert (rc, report["speed"]["decision"], report["speed"]["interval"]) == (3, "unclear", [1.0, 2.0])
+    assert report["verdict"] == ("not sensitive enough for --require-sensitivity 50%: could not detect a step-time "
+                                 "slowdown smaller than 110% here (1 metric equal exactly over 12 steps)")
+    rc, report = run("0", "4")  # 3 timed pairs: no interval at all
+    assert rc == 3 and report["verdict"] == (
+        "not sensitive enough for --require-sensitivity 50%: 3 paired steps are too few to detect a step-time "
+        "slowdown of any size (run more steps) (1 metric equal exactly over 4 steps)")
 
 
 @_heavy

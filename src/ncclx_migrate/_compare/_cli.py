@@ -3,7 +3,8 @@
 Exit status: 0 the arms agree, 1 a mismatch, hang or regression (training: a divergence, a failure in
 one arm, a slower step time),
 2 the comparison could not run (bad arguments, nothing to compare, an arm that cannot start),
-3 (--require-sensitivity) no finding, but the run could not have seen a slowdown of that size.
+3 (--require-sensitivity) no finding, but the run could not have seen a slowdown of that size (with --train:
+in the step time).
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--rounds", type=click.IntRange(1, 10_000), default=ROUNDS, show_default=True,
               help="Paired rounds per case: the arms alternate, one short block each, --iters spread over them.")
 @click.option("--require-sensitivity", "require", default=None, callback=_threshold_or_none, metavar="PCT",
-              help="Exit 3 when the run could not have detected a slowdown of PCT percent in every collective.")
+              help="Exit 3 when the run could not have detected a slowdown of PCT percent in every collective "
+                   "(with --train: in the step time).")
 @click.option("--timeout", type=click.FloatRange(1, 86_400), default=900.0, show_default=True,
               help="Seconds for everything (both arms); a rank still running then is killed and named.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -142,11 +144,11 @@ def compare(arms: tuple[str, ...], nproc: int | None, device: str, sizes: str | 
                  "--html": html, "--cluster": cluster or None}
         for opt in (o for o, v in given.items() if v is not None):
             _fail(f"{opt} goes without --train (the training command decides its own ranks and work)")
-        if require is not None:
-            _fail("--require-sensitivity goes without --train (a training run's step-time line says the smallest "
-                  "slowdown it could have seen)")
+        if click.get_current_context().get_parameter_source("rounds") != click.core.ParameterSource.DEFAULT:
+            _fail("--rounds goes without --train (a training run's paired rounds are its steps: --steps sets "
+                  "how many)")
         sys.exit(run_train(list(command), _arms(arms, "nccl"), steps, list(metrics), rtol, timeout, as_json,
-                           threshold))
+                           threshold, require))
     if command:
         _fail(f"unexpected argument {command[0]!r} (a command after -- goes with --train)")
     for opt in (o for o, v in (("--steps", steps), ("--metric", metrics or None)) if v is not None):

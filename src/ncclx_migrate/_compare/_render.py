@@ -53,7 +53,7 @@ def render_text(report: dict[str, Any], width: int | None = None) -> str:
         _say(lines, f"arm {arm['label']}{' (baseline)' if n == 0 else ''}: \"{arm['backend']}\""
              + (f" with {env}" if env else "") + f": {built}, ready in {arm.get('startup_s', 0):.1f} s, {arm['seconds']:.1f} s in its blocks", width, "  ", "    ")
     _say(lines, f"{st['rounds']} paired rounds per case, the arms alternating ABBA; per round and arm "
-         f"{count(st['block_iters'], 'timed call')} ({st['warmup']} warm-up calls first); time = median of the "
+         f"{count(st['block_iters'], 'timed call')} ({count(st['warmup'], 'warm-up call')} first); time = median of the "
          f"mean over ranks, busbw in GB/s; {b} vs {a} = the median ratio of the rounds' block times "
          f"[its interval]", width, "  ", "  ")
     head = ("size", "dtype", f"{a} us", f"{a} busbw", f"{b} us", f"{b} busbw", f"{b} vs {a}", "check")

@@ -10,7 +10,8 @@ first step where they part is named with both values.  A command that fails is n
 its own error (``_trainlog.child_error``: under torchrun, the child's traceback, not the
 launcher's summary): in one arm that is a difference (exit 1), in both no verdict (exit 2).
 No verdict either without evidence: a metric found in neither output, or one that never
-moved (a run that is not training), exits 2.
+moved (a run that is not training), exits 2.  With ``--require-sensitivity PCT``, numbers that
+agree exit 3 when the step time could not have shown a slowdown of PCT.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _where(a: list[tuple[float, int | None, float]], b: list[tuple[float, int | 
 
 
 def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: list[str], rtol: float,
-              timeout: float, as_json: bool, threshold: float = 0.05) -> int:
+              timeout: float, as_json: bool, threshold: float = 0.05, require: float | None = None) -> int:
     patterns = []
     for text in metrics or [DEFAULT_METRIC]:
         try:
@@ -115,6 +116,7 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
         runs.append(_run(arm, command, time.monotonic() + (left / 2 if n < len(arms) - 1 else left)))
     report: dict[str, Any] = {
         "schema": "ncclx.compare-train/1", "command": command, "steps": steps, "rtol": rtol,
+        "threshold": threshold, "require_sensitivity": require,
         "arms": [], "metrics": [],
     }
     failed: list[str] = []
@@ -185,13 +187,22 @@ def run_train(command: list[str], arms: list[Arm], steps: int | None, metrics: l
     else:
         n = min(item["compared_steps"] for item in report["metrics"])
         how = "exactly" if rtol == 0 else f"within rtol {rtol:g}"
-        code, verdict = 0, f"the arms agree: {len(patterns)} metric{'s' if len(patterns) > 1 else ''} equal {how} over {n} steps"
+        agreed = f"{len(patterns)} metric{'s' if len(patterns) > 1 else ''} equal {how} over {n} steps"
+        code, verdict = 0, f"the arms agree: {agreed}"
         speed = report["speed"]
         if speed["decision"] == "slower":
             low, high = speed["interval"]
             code, verdict = 1, (f"{verdict}, but {labels[-1]} is slower: {speed['measure']} {labels[-1]}/{labels[0]} "
                                 f"{speed['ratio']:.3f} (95% interval {low:.3f} to {high:.3f}) beyond the "
                                 f"{threshold:.0%} threshold")
+        elif require is not None and (speed["detectable"] is None or speed["detectable"] > require):
+            # As the collectives' gate: equal numbers, but the step time too noisy (or too few
+            # steps) to have shown a slowdown of REQUIRE.
+            seen = (f"could not detect a step-time slowdown smaller than {speed['detectable']:.0%} here"
+                    if speed["detectable"] is not None else
+                    f"{speed['pairs']} paired steps are too few to detect a step-time slowdown of any size "
+                    "(run more steps)")
+            code, verdict = 3, f"not sensitive enough for --require-sensitivity {require:.0%}: {seen} ({agreed})"
     report.update(verdict=verdict, exit=code, findings=[*refuse, *diverged])
     click.echo(json.dumps(report, indent=2) if as_json else _text(report, command))
     return code

@@ -27,6 +27,10 @@ from typing import Any
 from ._spec import DTYPE_BYTES, human_size
 
 SAMPLE = 32  # float-sum elements kept per case, for the arm-against-arm comparison
+# Buffer bytes per rank kept from one block of a case to the next (first come, never evicted):
+# building a case's inputs again every block cost more than the call itself at 1 MiB on CPU.
+# The default CPU sweep needs about 90 MiB; on a GPU the largest cases are built per block.
+KEEP_BYTES = 128 << 20
 
 
 def _line(fh: Any, obj: dict[str, Any]) -> None:
@@ -277,7 +281,12 @@ def _rank_body(plan: dict[str, Any], index: int, stores: list[Any]) -> int:
         _stage(stage, "waiting for the first block")
         pipe.say("ready")
         timer = _Timer(torch, device)
+        if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+            # One intra-op thread per rank, as torchrun sets for several ranks a node: ranks that
+            # each spread a tensor op over every core wait on each other's threads.
+            torch.set_num_threads(1)
         cells: dict[int, bool] = {}  # case index -> still measured (False: skipped or failed)
+        kept: dict[int, _Case] = {}  # case index -> its buffers, while they fit in KEEP_BYTES
         for order in pipe.orders:
             words = order.split()
             if not words or words[0] != "run":
@@ -288,7 +297,7 @@ def _rank_body(plan: dict[str, Any], index: int, stores: list[Any]) -> int:
                 pipe.say("ok")
                 continue
             rec = _block(torch, dist, (coll, dtype, nbytes), rank, world, device, plan, stage, timer,
-                         r, first=i not in cells)
+                         r, first=i not in cells, kept=kept, index=i)
             cells[i] = "us" in rec
             _line(fh, rec)
             check = str(rec.get("check", "")).lower()
@@ -334,7 +343,8 @@ class _Timer:
 
 
 def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: int, device: Any,
-           plan: dict[str, Any], stage: str, timer: _Timer, round_: int, first: bool) -> dict[str, Any]:
+           plan: dict[str, Any], stage: str, timer: _Timer, round_: int, first: bool,
+           kept: dict[int, _Case] | None = None, index: int = -1) -> dict[str, Any]:
     """One block of one case: (the first time: the warm-up), the block's timed calls; the
     first block also checks the result.  No untimed call lines the ranks up: the ranks of an
     arm hear the parent's order within microseconds of each other, and whatever that adds
@@ -345,7 +355,7 @@ def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: 
     if limit is not None and nbytes > limit:
         rec["skip"] = "larger than free GPU memory allows"
         return rec
-    case = _Case(torch, dist, coll, dtype, nbytes, rank, world, device)
+    case = (kept or {}).get(index) or _Case(torch, dist, coll, dtype, nbytes, rank, world, device)
     if case.count == 0:
         split = coll in ("all_gather", "reduce_scatter", "all_to_all")
         rec["skip"] = (f"fewer {dtype} elements than ranks in {human_size(nbytes)}" if split
@@ -353,7 +363,12 @@ def _block(torch: Any, dist: Any, cell: tuple[str, str, int], rank: int, world: 
         return rec
     _stage(stage, f"{coll} {dtype} {human_size(nbytes)}")
     try:
-        case.setup()
+        if not hasattr(case, "buf"):
+            case.setup()
+            held = sum(t.numel() * t.element_size() for k in (kept or {}).values() for t in (k.src, k.buf))
+            if kept is not None and held + case.src.numel() * case.src.element_size() + (
+                    case.buf.numel() * case.buf.element_size()) <= KEEP_BYTES:
+                kept[index] = case
         for _ in range(plan["warmup"] if first else 0):
             case.prepare()
             case.run()
