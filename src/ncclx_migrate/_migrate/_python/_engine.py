@@ -103,6 +103,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
         _all(_has("get_backend"), _re(r"get_backend\s*\([\s\S]{0,200}?\)" + _RHS)),
         _all(_has("get_backend"), _re(r"get_backend\s+as\s+\w"), _re(r"\)" + _RHS)),
         _all(_has("name()"), _re(r"name\(\)" + _RHS)),
+        # one variable away: backend = dist.get_backend(g) ... backend == "nccl"
+        _all(_has("get_backend", "name()"), _re(r"[\"']nccl[\"']|Backend\.NCCL\b"),
+             _re(r"=\s*[\w.]*(?:get_backend\s*\(|name\(\))")),
         _all(_has("nccl", "Backend.NCCL"),
              _re(r"(?:nccl[\"']|Backend\.NCCL)\s*(?:==|!=)\s*[\w.()]*(?:get_backend\s*\(|name\(\))")),
     ),
