@@ -19,7 +19,7 @@ from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
 from ._gpu import judge
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
-from ._reach import Path, dotted, every, reaching
+from ._reach import Def, Path, dotted, every, reaching
 from ._scope import Scope
 from ._xcall import helper, helpers_of
 
@@ -567,9 +567,13 @@ _BLOCK_NODES = (cst.IndentedBlock, cst.Module)
 
 def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | None:
     """The NCCL backend strings of ``init`` when the GPU ``pick`` (before it, in a branch) runs on
-    every path where the backend is NCCL: the backend is a name, and each of its assignments that
-    reach the init with an NCCL value comes after the pick in the pick's own block
-    (``if cuda: set_device(...); backend = "nccl"`` / ``else: backend = "gloo"``); else None."""
+    every path where the backend is NCCL, else None.  The backend is a name, and each of its
+    assignments that reach the init with an NCCL value either sits in the pick's own straight-line
+    block, before or after the pick (``if cuda: backend = "nccl"; set_device(...)`` / ``else:
+    backend = "gloo"``: whichever comes first, both run before the init), or is ``"nccl" if c else
+    "gloo"`` where the pick's block is the branch of an ``if`` on the same ``c`` that makes it NCCL
+    (``if c: set_device(...)``; ``c`` the same expression, its names bound once: the same
+    assignments reach both tests), and that ``if`` runs before the init at its level."""
     target = dotted(init.use.expr) if init.use.expr is not None else None
     if target is None or not init.path or not pick.path:
         return None
@@ -588,18 +592,121 @@ def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | 
         values = _backend_strings(a, d.value, init.use.scope, d.path, 1)
         if values is None:
             return None
-        nccl = [v for v in values if any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
-                                         for dev, n in (backend_parts(v) or [(None, "?")]))]
+        nccl = [v for v in values if _names_nccl(v)]
         if not nccl:
+            continue
+        if len(nccl) != len(values):  # one assignment that may or may not be NCCL
+            if not _same_branch(a, d, pick, k, init):
+                return None
+            nccl_values += nccl
             continue
         at = next((i for i, n in enumerate(d.path[:-1]) if n is block), None)
         own = next((i for i, x in enumerate(body) if at is not None and x is d.path[at + 1]), None)
-        if own is None or not any(x is stmt for x in body[:own]):
-            return None  # an NCCL value set where the pick does not run first
-        if len(nccl) != len(values):
-            return None  # one assignment that may or may not be NCCL
+        mine = next((i for i, x in enumerate(body) if x is stmt), None)
+        if own is None or mine is None or any(_leaves(x) for x in body[min(own, mine) + 1:max(own, mine)]):
+            return None  # an NCCL value set where the pick does not run too
         nccl_values += nccl
     return sorted(set(nccl_values)) or None
+
+
+def _names_nccl(spec: str) -> bool:
+    return any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
+               for dev, n in (backend_parts(spec) or [(None, "?")]))
+
+
+def _leaves(item: cst.CSTNode) -> bool:
+    """A statement after which the rest of its block may not run: it holds a ``return``,
+    ``raise``, ``break`` or ``continue`` (not in a function it defines)."""
+    found = False
+
+    class _Exits(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            found = found or isinstance(node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
+            return not found and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    item.visit(_Exits())
+    return found
+
+
+def _same_branch(a: Analyzer, d: Def, pick: _SetDevice, k: int, init: _Init) -> bool:
+    """``d`` assigns ``x if c else y`` with exactly one side NCCL, and the pick's block ``pick.path[k]``
+    is, from its start, the branch of an ``if c`` (or ``if not c``) that the NCCL side needs,
+    where that ``if`` sits in a block around the init, before it."""
+    value = d.value
+    if not isinstance(value, cst.IfExp) or k < 2:
+        return False
+    sides = [_backend_strings(a, e, init.use.scope, d.path, 2) for e in (value.body, value.orelse)]
+    if any(s is None for s in sides):
+        return False
+    on = [bool(s) and all(_names_nccl(v) for v in s) for s in sides]
+    off = [bool(s) and not any(_names_nccl(v) for v in s) for s in sides]
+    if not ((on[0] and off[1]) or (on[1] and off[0])):
+        return False
+    want = on[0]  # the test must be true on the NCCL side
+    holder, branch = pick.path[k - 1], pick.path[k]
+    if isinstance(holder, cst.If) and branch is holder.body:
+        node, truth = holder, True
+    elif isinstance(holder, cst.Else) and isinstance(pick.path[k - 2], cst.If):
+        node, truth = pick.path[k - 2], False
+    else:
+        return False
+    assert isinstance(node, cst.If)
+    if any(_leaves(x) for x in list(pick.path[k].body)[:_index_in(pick.path[k], pick.path[k + 1])]):
+        return False  # the branch may leave before it picks
+    test, cond = node.test, value.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, truth = test.expression, not truth
+    if isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.Not):
+        cond, want = cond.expression, not want
+    if truth != want or a.code(test).strip() != a.code(cond).strip() or not _stable(a, test, pick.path[:pick.path.index(node) + 1], d.path):
+        return False
+    # the if runs before the init at a level around it
+    i = next((j for j, n in enumerate(init.path) if n is node), None)
+    if i is not None:
+        return False  # the init is inside that if
+    j = pick.path.index(node) if node in pick.path else -1
+    block = pick.path[j - 1] if j > 0 else None
+    return block is not None and any(n is block for n in init.path)
+
+
+def _index_in(block: cst.CSTNode, item: cst.CSTNode) -> int:
+    body = list(getattr(block, "body", ()))
+    return next((i for i, x in enumerate(body) if x is item), 0)
+
+
+_PURE_TESTS = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
+
+
+def _stable(a: Analyzer, expr: cst.BaseExpression, at_if: Path, at_def: Path) -> bool:
+    """Every name in the test has the same assignments reaching it at the ``if`` as at the
+    assignment (bound once from it), and every call in it is torch's CUDA query."""
+    ok = True
+
+    class _Names(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            nonlocal ok
+            ok = ok and bool(a.qnames(node.func) & _PURE_TESTS)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            self._check(node)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self._check(node)
+
+        def _check(self, node: cst.BaseExpression) -> None:
+            nonlocal ok
+            name = dotted(node)
+            if name is None or name in ("True", "False", "None"):
+                return
+            here, there = reaching(name, (*at_if, node)), reaching(name, (*at_def, node))
+            ok = ok and here[1] == there[1] and {id(x.path[-1]) for x in here[0]} == {
+                id(x.path[-1]) for x in there[0]}
+
+    expr.visit(_Names())
+    return ok
 
 
 def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode, Edit]]
@@ -735,7 +842,8 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE,
                      _split_long_value(a, call, append_kwarg(a, call, "device_id", value)), imports,
                      detail=f"{base}; {why}. The GPU pick on line {line} runs on every path where the backend "
-                     f"is NCCL (it precedes each assignment of {name} to an NCCL backend): pass device_id= the "
+                     f"is NCCL (it runs in the block of each assignment of {name} to an NCCL backend, or under the "
+                     f"condition that makes it NCCL): pass device_id= the "
                      f"device chosen there when {test}, None (the default) otherwise "
                      "(on legacy this also makes init eager).")
         elif dominating and by_helper:
