@@ -637,22 +637,23 @@ def _same_branch(a: Analyzer, d: Def, pick: _SetDevice, k: int, init: _Init) -> 
     if not isinstance(value, cst.IfExp) or k < 2:
         return False
     sides = [_backend_strings(a, e, init.use.scope, d.path, 2) for e in (value.body, value.orelse)]
-    if any(s is None for s in sides):
+    known = [s for s in sides if s is not None]
+    if len(known) != 2:
         return False
-    on = [bool(s) and all(_names_nccl(v) for v in s) for s in sides]
-    off = [bool(s) and not any(_names_nccl(v) for v in s) for s in sides]
+    on = [bool(s) and all(_names_nccl(v) for v in s) for s in known]
+    off = [bool(s) and not any(_names_nccl(v) for v in s) for s in known]
     if not ((on[0] and off[1]) or (on[1] and off[0])):
         return False
     want = on[0]  # the test must be true on the NCCL side
-    holder, branch = pick.path[k - 1], pick.path[k]
+    holder, branch, outer = pick.path[k - 1], pick.path[k], pick.path[k - 2]
+    node: cst.If
     if isinstance(holder, cst.If) and branch is holder.body:
         node, truth = holder, True
-    elif isinstance(holder, cst.Else) and isinstance(pick.path[k - 2], cst.If):
-        node, truth = pick.path[k - 2], False
+    elif isinstance(holder, cst.Else) and isinstance(outer, cst.If):
+        node, truth = outer, False
     else:
         return False
-    assert isinstance(node, cst.If)
-    if any(_leaves(x) for x in list(pick.path[k].body)[:_index_in(pick.path[k], pick.path[k + 1])]):
+    if any(_leaves(x) for x in list(getattr(branch, "body", ()))[:_index_in(branch, pick.path[k + 1])]):
         return False  # the branch may leave before it picks
     test, cond = node.test, value.test
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
