@@ -251,7 +251,8 @@ def _gpu(f: _Facts, options: Options) -> bool:
             continue
         if _called(c.node, init_names, "init_process_group") and _may_bind(f, c.node):
             inits.append(c.fn)
-        if _picks(f, c, last) or last in setters:
+        if _picks(f, c, last) or last in setters or last in _PICKERS or last == "setup_device":
+            # (any set_device, and an accelerator's setup_device: a note where not followed)
             picks.append(c.fn)
         if isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                           and func.value.id in ("self", "cls")):

@@ -84,7 +84,8 @@ def _called(names: str) -> Callable[[str], bool]:
 
 
 # Anything that picks a GPU (set_device, set_device_index, with torch.cuda.device(i)) and an init.
-_NCX130 = _all(_has("set_device", "cuda.device"), _any(_called(r"set_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
+_NCX130 = _all(_has("set_device", "cuda.device", "setup_device"),
+               _any(_called(r"set(?:up)?_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
                _called("init_process_group"))
 _BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
 

@@ -20,7 +20,7 @@ from ._ctx import Analyzer
 from ._reach import Def, Path, dotted, every, reaching, returns
 from ._xcall import helper, helpers_of
 
-__all__ = ["Verdict", "judge", "rank_arg"]
+__all__ = ["Verdict", "judge", "lone", "rank_arg"]
 
 LOCAL, GLOBAL, LAUNCHER, FIXED0, BREAK, UNKNOWN = "local", "global", "launcher", "fixed0", "break", "unknown"
 
@@ -61,6 +61,18 @@ class Verdict:
     what: str  # where the device comes from
     short: str  # the same in a word or two, for the message
     why: str  # when it is and is not the GPU nccl2 binds
+    fixed0: bool = False  # every value it can take is index 0
+
+
+def lone(call: cst.Call) -> bool:
+    """An init of a lone process: literal ``world_size=1`` and ``rank=0`` (keywords, or the
+    fourth and fifth positional arguments)."""
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    size = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "world_size"),
+                plain[3] if len(plain) > 3 else None)
+    rank = rank_arg(call)
+    return (isinstance(size, cst.Integer) and int(size.value, 0) == 1
+            and isinstance(rank, cst.Integer) and int(rank.value, 0) == 0)
 
 
 def rank_arg(call: cst.Call) -> cst.BaseExpression | None:
@@ -548,7 +560,7 @@ def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
     why = "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN)
     if not why:  # LOCAL_RANK on some paths, a break on others
         why = next(f"where it is not LOCAL_RANK, {o.why}" for o in seen if o.kind == BREAK)
-    return Verdict(None, what, short, why)
+    return Verdict(None, what, short, why, fixed0=all(k == FIXED0 for k in kinds))
 
 
 def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before,

@@ -17,7 +17,7 @@ from .._model import FixKind, Options
 from ._ctx import Analyzer, Edit, EditResult, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
-from ._gpu import judge
+from ._gpu import judge, lone
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
 from ._reach import Def, Path, dotted, every, reaching
 from ._scope import Scope
@@ -60,7 +60,8 @@ class _SetDevice:
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
-    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": [], "calls": []})
+    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": [], "calls": [],
+                                       "unjudged": []})
     assert isinstance(f, dict)
     return f
 
@@ -99,8 +100,8 @@ def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
             and a.qnames(recv.args[0].value) == {"torch"}):  # getattr(torch, "cuda")
         return True
     if (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_") in (
-            "get_device_module", "device_module"):
-        return True
+            "get_device_module", "device_module", "get_accelerator"):
+        return True  # (DeepSpeed's and ColossalAI's get_accelerator(): torch.cuda's set_device on CUDA)
     found = helper(a, recv.func)  # the project's own get_torch_device() returning torch.cuda
     return found is not None and "devmod" in helpers_of(a).values(found[1].returns)
 
@@ -113,7 +114,31 @@ def picks_by_helper(source: str, options: Options) -> bool:
         n in source and re.search(rf"\b{re.escape(n)}\s*\(", source) for n in setters)
 
 
-_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device"}
+_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device", "setup_device"}
+
+
+def _unfollowed(a: Analyzer, func: cst.BaseExpression) -> bool:
+    """``x.set_device(...)`` / ``x.set_device_index(...)`` / Lightning's accelerator
+    ``x.setup_device(...)`` on an object the rule cannot resolve; not ``self.f()`` of a method
+    the file defines (followed as a call of the file)."""
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("set_device", "set_device_index", "setup_device")):
+        return False
+    if dotted(func.value) in ("self", "cls"):
+        name = func.attr.value
+        return not any(isinstance(n, cst.FunctionDef) and n.name.value == name
+                       for n in _all_defs(a.module))
+    return True
+
+
+def _all_defs(module: cst.Module) -> list[cst.FunctionDef]:
+    """The module's functions and the methods of its classes (one level)."""
+    out: list[cst.FunctionDef] = []
+    for n in module.body:
+        if isinstance(n, cst.FunctionDef):
+            out.append(n)
+        elif isinstance(n, cst.ClassDef):
+            out += [m for m in n.body.body if isinstance(m, cst.FunctionDef)]
+    return out
 
 
 def _picker(a: Analyzer, node: cst.Call) -> None:
@@ -140,6 +165,10 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     elif how is None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("set_device", "set_device_index")
                 and _device_module(a, node.func.value)):
+            if _unfollowed(a, node.func):
+                # an object's own set_device (an accelerator layer the rule cannot follow)
+                _facts(a)["unjudged"].append(_SetDevice(node, a.enclosing_function(), a.order, a.suites(), None,
+                                                        f"{a.code(node.func)}()", None, tuple(a.stack)))
             return
         how = f"{a.code(node.func.value)}.{node.func.attr.value}"
     torch_name = None
@@ -344,6 +373,8 @@ def _backend_strings(a: Analyzer, expr: cst.BaseExpression, scope: Scope, path: 
     if isinstance(expr, cst.IfExp):
         both = [_backend_strings(a, e, scope, path, depth + 1) for e in (expr.body, expr.orelse)]
         return None if None in both else [v for vs in both if vs is not None for v in vs]
+    if _accelerator_backend(a, expr):
+        return ["nccl"]  # what it is on CUDA, the one device where nccl2 binds a GPU
     if isinstance(expr, cst.Call):
         found = helper(a, expr.func)
         tokens = helpers_of(a).values(found[1].returns) if found is not None else ["?"]
@@ -362,6 +393,23 @@ def _backend_strings(a: Analyzer, expr: cst.BaseExpression, scope: Scope, path: 
             return None
         out += got
     return out
+
+
+def _accelerator_backend(a: Analyzer, expr: cst.BaseExpression) -> bool:
+    """The backend name an accelerator layer gives, whose CUDA answer is "nccl":
+    ``get_accelerator().communication_backend_name()`` (DeepSpeed), ``.communication_backend``
+    (ColossalAI), also on a name assigned from ``get_accelerator()``, and
+    ``dist.get_default_backend_for_device("cuda")``."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "communication_backend_name":
+            return _device_module(a, expr.func.value)
+        if a.dist(expr.func) == "get_default_backend_for_device" or (
+                a.qnames(expr.func) & {"torch.distributed.get_default_backend_for_device"}):
+            arg = expr.args[0].value if expr.args else None
+            return isinstance(arg, cst.SimpleString) and arg.evaluated_value == "cuda"
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "communication_backend":
+        return _device_module(a, expr.value)
+    return False
 
 
 @dataclass
@@ -710,6 +758,30 @@ def _stable(a: Analyzer, expr: cst.BaseExpression, at_if: Path, at_def: Path) ->
     return ok
 
 
+def _could_not_judge(a: Analyzer, f: dict[str, list[object]], init: _Init, nccl: bool | None) -> None:
+    """One note for an init that may be NCCL and gets no device finding, where the code calls a
+    ``set_device`` the rule cannot follow (``self.accelerator.set_device(i)``) in the init's
+    function or in one linked to it: a clean report then still says what was not checked."""
+    if nccl is False:
+        return
+    seen = [s for s in f["unjudged"] if isinstance(s, _SetDevice) and (
+        s.scope is init.scope or _runs_before(a, f, s, init) or _runs_after(a, f, s, init))]
+    if not seen:
+        return
+    sd = seen[0]
+    line = a.pos(sd.call).start.line
+    short = f"cannot follow {sd.how} (line {line}): pass device_id= if it picks a GPU"
+    if len(short) > 72:
+        short = f"cannot follow the GPU pick on line {line}: pass device_id= if it picks one"
+    p = a.report(init.call, "NCX130", short,
+                 detail=f"init_process_group without device_id, and the GPU may be picked by {sd.how} "
+                 f"(line {line}), an object whose set_device the rule cannot resolve (an accelerator layer "
+                 "it does not know, an attribute): under nccl2 (torch 2.15) the group binds cuda:(LOCAL_RANK "
+                 "% device_count), or cuda:(rank % device_count), whatever that call picks. If it can pick "
+                 "another GPU, pass device_id= the device it picks.")
+    p.finding.note = True
+
+
 def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode, Edit]]
                       ) -> list[tuple[cst.CSTNode, Edit]]:
     """The argument ``edits`` add last to ``call``, its ``x if c else y`` value split as black
@@ -745,7 +817,7 @@ def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode
 
 
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
-    if not f["set_device"]:
+    if not f["set_device"] and not f["unjudged"]:
         return
     for init in f["inits"]:
         assert isinstance(init, _Init)
@@ -785,6 +857,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         # (accelerate's set_device() also runs after its CPU groups)
         later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(a, f, s, init)]
         if not (later or elsewhere):
+            _could_not_judge(a, f, init, nccl)
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
         # The pick sits in the branch that makes the backend NCCL: on every NCCL path it runs first.
@@ -794,13 +867,21 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                          functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
         origin = verdict.severity if verdict is not None else None
+        alone = verdict is not None and verdict.fixed0 and lone(call)
+        if alone:
+            origin = True  # rank 0 of one process: nccl2 binds cuda:0 too, but for an inherited LOCAL_RANK
         what = verdict.what if verdict is not None else "its argument"
         short = verdict.short if verdict is not None else "its argument"
         code = "NCX130" if origin is True else "NCX134"
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
                 "cuda:(LOCAL_RANK % device_count), or cuda:(rank % device_count) without LOCAL_RANK, and "
                 f"ignores the GPU picked with {sd.how}")
-        if origin is True:
+        if alone:
+            why = (f"the device is {what} and this is a lone process (world_size=1, rank=0): nccl2 binds "
+                   "cuda:0 for it too, so device_id= is hardening, unless the process inherits a LOCAL_RANK "
+                   "other than 0 (started from a torchrun worker, or a test run under torchrun), where nccl2 "
+                   "binds cuda:(LOCAL_RANK % device_count) and device_id= keeps the group on cuda:0")
+        elif origin is True:
             why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
                    "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
         elif origin is False:
