@@ -510,9 +510,11 @@ def _typed_only(device: str | None) -> bool:
 
 
 def _device_type(o: Origin) -> bool:
-    """A value the file does not show whose name says it is a device (``cfg.device``,
-    ``device_type``), not an index: taken for a device type, as ``local_rank`` is taken for the
-    local rank."""
+    """A device string without an index, or a value the file does not show whose name says it
+    is a device (``cfg.device``, ``device_type``), not an index: taken for a device type, as
+    ``local_rank`` is taken for the local rank."""
+    if o.kind == UNKNOWN and o.what.startswith("the device "):
+        return True  # a device string without an index ("cuda" reached through a name)
     word = o.what.partition(" (")[0].strip("`").rpartition(".")[2].lower()
     return o.named and o.kind == UNKNOWN and "device" in word and not any(
         w in word for w in ("id", "idx", "index", "rank", "gpu", "num"))
