@@ -15,7 +15,8 @@ folder per mode, so DIR is never written. For each repository:
   rules, else ``python -m pyflakes``, else not checked: ``flakes`` is ``-``);
 - lines a fix added that exceed the line length the project's formatter governs, read with the
   tool's own ``line_length`` (``long``; a line whose replaced line was already as long is not
-  counted);
+  counted); added lines black (at that length) would change where it leaves the lines they
+  replace alone (``black``; ``-``: black absent or unable to parse the file);
 - the fixed point: a second ``--write`` in the same mode changes nothing (``again``: files it
   changed) and applies nothing;
 - files changed that had no applied finding (``unasked``) and files the run could not handle
@@ -65,6 +66,7 @@ class ModeResult:
     parse: int = 0
     flakes: int | None = 0
     long: int = 0
+    black: int | None = 0  # added lines black would change at the governing length (None: not checked)
     again: int = 0
     again_applied: int = 0
     labels: int = 0
@@ -73,9 +75,12 @@ class ModeResult:
     notes: list[str] = field(default_factory=list)
 
 
+SELECT: list[str] = []  # --select: only these rules (a cheaper run over large trees)
+
+
 def ncclx(root: Path, *args: str, jobs: int) -> tuple[dict[str, Any], str]:
     cmd = [sys.executable, "-m", "ncclx_migrate", "migrate", "--format", "json", "--no-cache",
-           "-q", "-j", str(jobs), *args, "."]
+           "-q", "-j", str(jobs), *(["--select", ",".join(SELECT)] if SELECT else []), *args, "."]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
     try:
         return json.loads(proc.stdout), proc.stderr
@@ -131,13 +136,39 @@ def read_lines(path: Path) -> list[str]:
         return []
 
 
+def black_touched(lines: list[str], limit: int) -> set[int] | None:
+    """Indices of the lines black (at ``limit``) would change in a file; None: black cannot
+    format it (not installed, or code it does not parse)."""
+    try:
+        import black
+    except ImportError:
+        return None
+    text = "\n".join(lines) + "\n"
+    try:
+        out = black.format_str(text, mode=black.Mode(line_length=limit))
+    except Exception:  # black's own parse errors (a Python 2 file, a syntax it lacks)
+        return None
+    matcher = difflib.SequenceMatcher(None, lines, out.splitlines(), autojunk=False)
+    return {i for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal" for i in range(i1, max(i2, i1 + 1))}
+
+
 def check_diff(rel: str, old: list[str], new: list[str], limit: int, result: ModeResult,
                stale: list[str], mode: str) -> None:
-    """Over-long added lines and stale-comment candidates of one changed file."""
+    """Over-long added lines, added lines black would change (where it leaves the lines they
+    replace, and the two around them, alone) and stale-comment candidates of one changed file."""
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    touched_new = black_touched(new, limit) if rel.endswith(".py") else None
+    touched_old = black_touched(old, limit) if touched_new else None
+    if rel.endswith(".py") and touched_new is None:
+        result.notes.append(f"black cannot format {rel}: its added lines not checked")
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
+        if touched_new and touched_old is not None and not any(i in touched_old for i in range(i1 - 2, i2 + 2)):
+            for j in range(j1, j2):
+                if j in touched_new and result.black is not None:
+                    result.black += 1
+                    result.notes.append(f"black {rel}:{j + 1} (at {limit}): {new[j].strip()}")
         was = max((len(x) for x in old[i1:i2]), default=0)
         if rel.endswith(".py"):
             for j in range(j1, j2):
@@ -255,10 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sites", action="store_true", help="print every init_process_group site")
     ap.add_argument("--keep", type=Path, help="copy each mode's changed files here")
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--select", action="append", default=[], help="only these rule codes (ncclx --select)")
     args = ap.parse_args(argv)
+    SELECT[:] = args.select
     labels: dict[str, str] = json.loads(args.labels.read_text()) if args.labels else {}
     repos = sorted(p for p in args.dir.iterdir() if p.is_dir() and (not args.repo or p.name in args.repo))
-    cols = ["applied", "files", "parse", "flakes", "long", "again", "labels", "unasked", "errors"]
+    cols = ["applied", "files", "parse", "flakes", "long", "black", "again", "labels", "unasked", "errors"]
     rows: list[tuple[str, str, ModeResult]] = []
     stale: list[str] = []
     found = right = 0

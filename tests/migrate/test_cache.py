@@ -88,6 +88,32 @@ def test_editing_a_helper_module_invalidates_the_file_that_used_it(tmp_path: Pat
           run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
 
 
+CHAIN = {  # a pick two helpers and two modules away from the init (issue 35, section 3)
+    "pkg/rank.py": "import os\n\n\ndef node_rank():\n    return int(os.environ[\"{var}\"])\n",
+    "pkg/bind.py": ("import torch\n\nfrom pkg.rank import node_rank\n\n\ndef _bind():\n"
+                    "    torch.cuda.set_device(node_rank())\n\n\ndef setup():\n    _bind()\n"),
+    "train.py": "import torch.distributed as dist\n\nfrom pkg.bind import setup\n\n\ndef main():\n"
+                "    setup()\n    dist.init_process_group(\"nccl\")\n",
+}
+
+
+@pytest.mark.slow
+def test_editing_the_far_end_of_a_helper_chain_invalidates_the_file_that_used_it(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".git").mkdir()
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    for rel, text in CHAIN.items():
+        (root / rel).write_text(text.replace("{var}", "LOCAL_RANK"))
+    cold = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    assert ("train.py", "NCX130") in _codes(cold)  # setup() -> _bind() -> node_rank(): LOCAL_RANK
+    _same(cold, run_ncclx("migrate", "--format", "json", ".", cwd=root))
+    (root / "pkg" / "rank.py").write_text(CHAIN["pkg/rank.py"].replace("{var}", "SLURM_LOCALID"))
+    warm = run_ncclx("migrate", "--format", "json", ".", cwd=root)
+    _same(warm, run_ncclx("migrate", "--no-cache", "--format", "json", ".", cwd=root))
+    assert ("train.py", "NCX134") in _codes(warm) and ("train.py", "NCX130") not in _codes(warm)
+
+
 def test_a_warm_run_scans_only_what_changed(tmp_path: Path) -> None:
     """Each file's entry is kept with the digest it was scanned at: an untouched file's entry
     is the same object after a run that edited another file."""

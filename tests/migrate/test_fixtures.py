@@ -55,7 +55,7 @@ def options_for(text: str, write: bool = True) -> Options:
 
 def render(result: FileResult) -> str:
     return "".join(
-        f"{f.line}:{f.column} {f.code} {f.fix.value}{' applied' if f.applied else ''}\n"
+        f"{f.line}:{f.column} {f.code} {f.fix.value}{' applied' if f.applied else ''}{' note' if f.note else ''}\n"
         for f in result.findings
     )
 

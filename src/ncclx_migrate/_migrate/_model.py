@@ -47,6 +47,9 @@ class Finding:
     # across line moves, and "new" / "unchanged" against the baseline.
     fingerprint: str | None = None
     baseline_state: str | None = None
+    # A "could not judge" note (NCX130: an init behind an accelerator layer the rule cannot
+    # follow): shown as a warning on stderr, never a finding that fails the run (_runner.notes_of).
+    note: bool = False
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {

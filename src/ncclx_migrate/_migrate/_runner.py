@@ -312,7 +312,7 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result, warnings=suppression_warnings(text, path), config=_config.drain())
+    out = Outcome(result, warnings=[*notes_of(result), *suppression_warnings(text, path)], config=_config.drain())
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)
@@ -342,6 +342,14 @@ def _unwritten(path: str, text: str, options: Options, result: FileResult, why: 
     for f in result.findings:
         f.applied = False
     return result
+
+
+def notes_of(result: FileResult) -> list[str]:
+    """Take the result's "could not judge" notes out of its findings, as warning lines."""
+    notes = [f for f in result.findings if f.note]
+    if notes:
+        result.findings = [f for f in result.findings if not f.note]
+    return [f"{f.line}: {f.code} could not judge: {f.message}" for f in notes]
 
 
 def suppression_warnings(text: str, path: str = "") -> list[str]:

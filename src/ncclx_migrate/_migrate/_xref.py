@@ -14,9 +14,11 @@ A summary is a list of tokens per function: ``env:NAME`` (reads that environment
 variable), ``str:V`` / ``int:N`` (a literal), ``devmod`` (a device module: ``torch.cuda``,
 ``getattr(torch, name)``, ``torch.get_device_module()``), ``rank`` (``dist.get_rank()``),
 ``local`` (a call named for the local rank), ``at:K:TOKEN`` (element K of a returned
-tuple), ``param:K:NAME`` (its K-th parameter: the caller's argument), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
+tuple), ``param:K:NAME`` (its K-th parameter: the caller's argument), ``pidx:K:NAME`` (a device
+parameter whose missing index the function fills in: the caller's argument unless it has no index), ``call:QUAL`` (another function's result, looked up in turn) and ``?``
 (anything else); a pick's list also holds ``pick:QUAL`` for each function it calls (whatever
-that one picks).  Values are followed through the function's own assignments (all of them:
+that one picks) and ``with:QUAL:K:TOKEN`` / ``with:QUAL:=NAME:TOKEN`` for what it passes it, so that
+a chain of helpers (up to ``MAX_DEPTH``) keeps the value its first caller gives.  Values are followed through the function's own assignments (all of them:
 flow-insensitive, so a branch joins) and the module's constants.  Not seen: methods, a
 helper reached through a variable or ``getattr``, values built in loops or containers, a
 function over 60 lines (not a small helper; summarising every function of a large tree
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ._crossfile import consumed
 
-__all__ = ["Helper", "Helpers", "Indexer", "absolute", "imports_of", "module_name", "summarize"]
+__all__ = ["MAX_DEPTH", "Helper", "Helpers", "Indexer", "absolute", "imports_of", "module_name", "summarize"]
 
 _DEVICE_MODULES = ("cuda", "npu", "xpu", "mps", "musa", "mlu", "hpu")
 _PICKERS = frozenset({"set_device", "set_device_index", "set_device_idx"})
@@ -42,6 +44,9 @@ _WORDS = ("RANK", "LOCALID", "set_device", "nccl\"", "nccl'", "gloo\"", "gloo'",
           *(f"return torch.{m}\n" for m in _DEVICE_MODULES))
 # A helper is small: longer functions (training loops, whole setups) are not summarised.
 _MAX_LINES = 60
+# How many helpers deep a value or a GPU pick is followed (docs/migrate.md, "Across modules"):
+# a chain longer than this (or a cycle) ends in a value not known.
+MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -112,23 +117,50 @@ class Helpers:
             if not t.startswith("call:"):
                 out.append(t)
                 continue
-            h = self.get(t[5:]) if depth < 4 else None
+            h = self.get(t[5:]) if depth < MAX_DEPTH else None
             out += (["?" if r.startswith("param:") else r for r in self.values(h.returns, depth + 1)]
                     if h is not None else ["?"])
         return out
 
     def _sets(self, qualified: str, depth: int = 0) -> list[str]:
-        """The value tokens of the GPU a call of ``qualified`` picks (through the helpers it calls)."""
+        """The value tokens of the GPU a call of ``qualified`` picks, through the helpers it calls:
+        a callee's parameter becomes what this one passes it (``with:`` tokens), so a chain of
+        helpers keeps the value its first caller gives (``param:``/``pidx:`` of ``qualified``)."""
         h = self.get(qualified)
-        if h is None or depth > 4:
+        if h is None or depth > MAX_DEPTH:
             return []
         out: list[str] = []
         for t in h.sets:
             if t.startswith("pick:"):
-                out += ["?" if r.startswith("param:") else r for r in self._sets(t[5:], depth + 1)]
-            else:
+                callee = t[5:]
+                for r in self._sets(callee, depth + 1):
+                    out += _passed(h.sets, callee, r)
+            elif not t.startswith("with:"):
                 out.append(t)
         return self.values(out)
+
+
+def _passed(sets: tuple[str, ...], callee: str, token: str) -> list[str]:
+    """``token`` of a callee's pick, seen from its caller: a parameter becomes the tokens of the
+    argument the caller passes for it (``with:CALLEE:K:T`` / ``with:CALLEE:=NAME:T``), ``?`` when
+    it passes none that the summary shows.  For a ``pidx`` parameter (a device whose missing index
+    the callee fills in) a device string without an index adds nothing (the fill applies), and the
+    caller's own parameters stay ``pidx``."""
+    kind, _, rest = token.partition(":")
+    if kind not in ("param", "pidx"):
+        return [token]
+    k, _, name = rest.partition(":")
+    head = f"with:{callee}:"
+    got = [x[len(head):].partition(":") for x in sets if x.startswith(head)]
+    args = [v for key, _, v in got if key in (k, f"={name}")]
+    if not args:
+        return ["?"]
+    out: list[str] = []
+    for v in args:
+        if kind == "pidx" and v.startswith("str:") and not v.rpartition(":")[2].isdigit():
+            continue  # "cuda": the callee fills the index in
+        out.append("pidx" + v[5:] if kind == "pidx" and v.startswith("param:") else v)
+    return out
 
 
 def module_name(path: str) -> str:
@@ -254,6 +286,17 @@ class _Summary:
             for target, value in _bindings(node):
                 self.assigns.setdefault(target, []).append(value)
         self.active: set[str] = set()
+        # parameters rebound only under ``if p.index is None:`` (a device whose index is filled in)
+        filled: dict[str, int] = {}
+        for node in self.nodes:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                    and isinstance(node.test.ops[0], ast.Is) and isinstance(node.test.left, ast.Attribute) \
+                    and node.test.left.attr == "index" and isinstance(node.test.left.value, ast.Name) \
+                    and isinstance(node.test.comparators[0], ast.Constant) and node.test.comparators[0].value is None:
+                name = node.test.left.value.id
+                filled[name] = filled.get(name, 0) + sum(
+                    1 for stmt in node.body for t, _ in _bindings(stmt) if t == name)
+        self.fills = {n for n, c in filled.items() if n in self.params and c and c == len(self.assigns.get(n, ()))}
 
     def tokens(self, e: ast.expr | None, depth: int = 0) -> list[str]:
         if e is None or depth > 6:
@@ -267,6 +310,8 @@ class _Summary:
             return [f"env:{env}"] if env else ["?"]
         if isinstance(e, ast.IfExp):
             return [*self.tokens(e.body, depth + 1), *self.tokens(e.orelse, depth + 1)]
+        if isinstance(e, ast.BoolOp):  # _get_local_rank() or 0: either value
+            return [t for v in e.values for t in self.tokens(v, depth + 1)]
         if isinstance(e, ast.Call):
             return self._call(e, depth)
         if isinstance(e, ast.JoinedStr):
@@ -291,8 +336,14 @@ class _Summary:
     def _name(self, name: str, depth: int) -> list[str]:
         if name in self.active:
             return []
-        if name in self.params:
-            return [f"param:{self.params[name]}:{name}"]
+        if name in self.params:  # the caller's argument, or what the function rebinds it to
+            kind = "pidx" if name in self.fills else "param"
+            own = [f"{kind}:{self.params[name]}:{name}"]
+            self.active.add(name)
+            try:
+                return own + [t for v in self.assigns.get(name, ()) for t in self.tokens(v, depth + 1)]
+            finally:
+                self.active.discard(name)
         values = self.assigns.get(name) or (self.mod.constants.get(name) if name not in self.assigns else None)
         if not values:
             return ["?"]
@@ -349,6 +400,12 @@ class _Summary:
                 qual = self.mod.qualify(node.func)
                 if qual is not None and not qual.startswith("torch."):
                     out.append(f"pick:{qual}")  # resolved against the table (it may pick a GPU)
+                    # what it passes, for the callee's parameters (Helpers._sets)
+                    plain = [a for a in node.args if not isinstance(a, ast.Starred)]
+                    if len(plain) == len(node.args):
+                        out += [f"with:{qual}:{k}:{t}" for k, a in enumerate(plain) for t in self.tokens(a)]
+                    out += [f"with:{qual}:={kw.arg}:{t}" for kw in node.keywords if kw.arg
+                            for t in self.tokens(kw.value)]
         return out
 
     def _is_devmod(self, recv: ast.expr) -> bool:
@@ -499,7 +556,7 @@ class Indexer:
     def build(self, read: Callable[[str], bytes | None]) -> Helpers:
         table: dict[str, Helper] = {}
         todo, done = list(self.candidates), set()
-        for _ in range(3):  # the wanted modules, then the modules their helpers call
+        for _ in range(MAX_DEPTH):  # the wanted modules, then the modules their helpers call (and so on)
             tails = {".".join(k.split(".")[i:]) for k in self.wanted for i in range(1, k.count(".") + 1)}
             for path in todo:
                 module = module_name(path)
@@ -510,8 +567,9 @@ class Indexer:
                 if text is not None and data is not None and self._want(module, data, tails):
                     table.update(summarize(text, path))
                     done.add(path)
-            called = {t.split(":", 1)[1].rpartition(".")[0] for h in table.values()
-                      for t in (*h.returns, *h.sets) if t.startswith(("call:", "pick:"))}
+            inner = [t.split(":", 3)[3] if t.startswith("with:") else t for h in table.values()
+                     for t in (*h.returns, *h.sets)]  # with:CALLEE:K:TOKEN passes TOKEN on
+            called = {t.split(":", 1)[1].rpartition(".")[0] for t in inner if t.startswith(("call:", "pick:"))}
             fresh = called - self.wanted.keys()
             if not fresh:
                 break

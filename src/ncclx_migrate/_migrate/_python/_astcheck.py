@@ -251,7 +251,8 @@ def _gpu(f: _Facts, options: Options) -> bool:
             continue
         if _called(c.node, init_names, "init_process_group") and _may_bind(f, c.node):
             inits.append(c.fn)
-        if _picks(f, c, last) or last in setters:
+        if _picks(f, c, last) or last in setters or last in _PICKERS or last == "setup_device":
+            # (any set_device, and an accelerator's setup_device: a note where not followed)
             picks.append(c.fn)
         if isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                           and func.value.id in ("self", "cls")):
@@ -421,9 +422,26 @@ def _ncx110(f: _Facts, options: Options) -> bool:
         if isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass") and len(args) == 2:
             if any(is_cls(a) or (isinstance(a, ast.Tuple) and any(is_cls(e) for e in a.elts)) for a in args):
                 return True
+    def is_getter(call: ast.expr) -> bool:
+        return isinstance(call, ast.Call) and (_dotted_last(call.func) in getters or (
+            isinstance(call.func, ast.Attribute) and call.func.attr in ("name", "_get_backend_name")
+            and not call.args and not call.keywords))
+
+    # locals that may hold such a call's answer (``b = backend`` passes it on), in any function
+    held = {n for n, vs in f.values.items() if any(is_getter(v) for v in vs)}
+    grown = True
+    while grown:
+        more = {n for n, vs in f.values.items() if n not in held
+                and any(isinstance(v, ast.Name) and v.id in held for v in vs)}
+        held |= more
+        grown = bool(more)
     for cmp in f.compares:
         op, sides = cmp.ops[0], (cmp.left, cmp.comparators[0])
         left, right = sides
+        for name, other in ((left, right), (right, left)):
+            if isinstance(name, ast.Name) and name.id in held and (is_nccl(other) or (
+                    isinstance(other, (ast.Tuple, ast.List, ast.Set)) and any(is_nccl(e) for e in other.elts))):
+                return True
         if (isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and isinstance(left, ast.Call)
                 and isinstance(left.func, ast.Name) and left.func.id == "type" and is_cls(right)):
             return True

@@ -84,7 +84,8 @@ def _called(names: str) -> Callable[[str], bool]:
 
 
 # Anything that picks a GPU (set_device, set_device_index, with torch.cuda.device(i)) and an init.
-_NCX130 = _all(_has("set_device", "cuda.device"), _any(_called(r"set_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
+_NCX130 = _all(_has("set_device", "cuda.device", "setup_device"),
+               _any(_called(r"set(?:up)?_device(?:_index|_idx)?"), _re(r"cuda\.device\s*\(")),
                _called("init_process_group"))
 _BACKEND_FN = _called(r"init_process_group|new_group|new_subgroups\w*|is_backend_available|Backend")
 
@@ -103,6 +104,9 @@ PRECHECKS: dict[str, Callable[[str], bool]] = {
         _all(_has("get_backend"), _re(r"get_backend\s*\([\s\S]{0,200}?\)" + _RHS)),
         _all(_has("get_backend"), _re(r"get_backend\s+as\s+\w"), _re(r"\)" + _RHS)),
         _all(_has("name()"), _re(r"name\(\)" + _RHS)),
+        # one variable away: backend = dist.get_backend(g) ... backend == "nccl"
+        _all(_has("get_backend", "name()"), _re(r"[\"']nccl[\"']|Backend\.NCCL\b"),
+             _re(r"=\s*[\w.]*(?:get_backend\s*\(|name\(\))")),
         _all(_has("nccl", "Backend.NCCL"),
              _re(r"(?:nccl[\"']|Backend\.NCCL)\s*(?:==|!=)\s*[\w.()]*(?:get_backend\s*\(|name\(\))")),
     ),

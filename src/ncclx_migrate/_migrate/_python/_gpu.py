@@ -20,7 +20,7 @@ from ._ctx import Analyzer
 from ._reach import Def, Path, dotted, every, reaching, returns
 from ._xcall import helper, helpers_of
 
-__all__ = ["Verdict", "judge", "rank_arg"]
+__all__ = ["Verdict", "judge", "lone", "rank_arg"]
 
 LOCAL, GLOBAL, LAUNCHER, FIXED0, BREAK, UNKNOWN = "local", "global", "launcher", "fixed0", "break", "unknown"
 
@@ -61,6 +61,18 @@ class Verdict:
     what: str  # where the device comes from
     short: str  # the same in a word or two, for the message
     why: str  # when it is and is not the GPU nccl2 binds
+    fixed0: bool = False  # every value it can take is index 0
+
+
+def lone(call: cst.Call) -> bool:
+    """An init of a lone process: literal ``world_size=1`` and ``rank=0`` (keywords, or the
+    fourth and fifth positional arguments)."""
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    size = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "world_size"),
+                plain[3] if len(plain) > 3 else None)
+    rank = rank_arg(call)
+    return (isinstance(size, cst.Integer) and int(size.value, 0) == 1
+            and isinstance(rank, cst.Integer) and int(rank.value, 0) == 0)
 
 
 def rank_arg(call: cst.Call) -> cst.BaseExpression | None:
@@ -173,6 +185,8 @@ class _Resolver:
             return [Origin(UNKNOWN, f"the device {code}")]
         if isinstance(expr, cst.IfExp):
             return [*self.origins(expr.body, at, depth + 1), *self.origins(expr.orelse, at, depth + 1)]
+        if isinstance(expr, cst.BooleanOperation):  # local_rank or 0: either value
+            return [*self.origins(expr.left, at, depth + 1), *self.origins(expr.right, at, depth + 1)]
         if isinstance(expr, cst.Call):
             return self._call(expr, at, depth)
         if isinstance(expr, cst.FormattedString):
@@ -238,12 +252,21 @@ class _Resolver:
                 out += (self.origins(arg, at, depth + 1) if arg is not None
                         else [Origin(UNKNOWN, f"`{code}` (its default {name})")])
                 continue
+            if kind == "pidx":  # a device whose missing index the helper fills in (its other tokens)
+                k, _, name = rest.partition(":")
+                arg = _argument(call, int(k), name)
+                if arg is None or _typed_only(_string(arg)):
+                    continue  # the default, or "cuda": the fill applies
+                out += [o for o in self.origins(arg, at, depth + 1) if not _device_type(o)]
+                continue
             if kind == "env":
                 o = _env_origin(rest)
             elif kind == "int":
                 o = _fixed(int(rest))
             elif kind == "str" and rest.partition(":")[2].isdigit():
                 o = _fixed(int(rest.partition(":")[2]))
+            elif kind == "str" and picks:
+                continue  # set_device("cuda") raises: not the GPU it picks
             elif kind in ("rank", "local"):
                 o = Origin(GLOBAL if kind == "rank" else LOCAL, f"the {'global' if kind == 'rank' else 'local'} rank")
             else:
@@ -480,6 +503,23 @@ class _Resolver:
         return Origin(UNKNOWN, f"`{code}` (set elsewhere)", named=True)
 
 
+def _typed_only(device: str | None) -> bool:
+    """A device string without an index (``"cuda"``): ``set_device`` raises on it, so a helper
+    that fills the index in when it is missing picks its own value."""
+    return device is not None and not device.partition(":")[2].isdigit()
+
+
+def _device_type(o: Origin) -> bool:
+    """A device string without an index, or a value the file does not show whose name says it
+    is a device (``cfg.device``, ``device_type``), not an index: taken for a device type, as
+    ``local_rank`` is taken for the local rank."""
+    if o.kind == UNKNOWN and o.what.startswith("the device "):
+        return True  # a device string without an index ("cuda" reached through a name)
+    word = o.what.partition(" (")[0].strip("`").rpartition(".")[2].lower()
+    return o.named and o.kind == UNKNOWN and "device" in word and not any(
+        w in word for w in ("id", "idx", "index", "rank", "gpu", "num"))
+
+
 def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
     """The argument a call passes for a parameter (``index``: its position, -1 keyword-only)."""
     kw = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
@@ -519,7 +559,10 @@ def _verdict(origins: list[Origin], device: str, named: bool) -> Verdict:
         return Verdict(True, what, short, "")
     if all(k == BREAK for k in kinds):
         return Verdict(False, what, short, seen[0].why)
-    return Verdict(None, what, short, "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN))
+    why = "; ".join(_WHEN[k] for k in dict.fromkeys(kinds) if k in _WHEN)
+    if not why:  # LOCAL_RANK on some paths, a break on others
+        why = next(f"where it is not LOCAL_RANK, {o.why}" for o in seen if o.kind == BREAK)
+    return Verdict(None, what, short, why, fixed0=all(k == FIXED0 for k in kinds))
 
 
 def judge(a: Analyzer, device: cst.BaseExpression, at: Path, init: cst.Call | None, before: Before,

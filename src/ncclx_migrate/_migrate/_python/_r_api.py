@@ -11,6 +11,7 @@ from .._model import FixKind
 from ._bindings import shim_import
 from ._ctx import Analyzer, Edit, ImportSpec, Pending, on
 from ._edits import blank_head, extend_literal, replace_with
+from ._reach import Path, reaching
 from ._walk import walk
 from ._wrap import statement_expr, wrap_edit
 
@@ -322,12 +323,26 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
         return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, left):
         left, right = right, left
-    if not isinstance(left, cst.Call):
+    held = ""  # the test is on a local that holds the answer: where it was assigned
+    why_not = ""  # why such a test is not rewritten
+    if isinstance(left, cst.Name):
+        if not (_is_nccl_literal(a, right) or isinstance(right, (cst.Tuple, cst.List, cst.Set))):
+            return
+        sources, others = _held_sources(a, left, tuple(a.stack))
+        if not sources:
+            return
+        source, held = sources[0]
+        if others:
+            why_not = (f" Not rewritten: {a.code(left)} may also hold {others[0]} here, a value that is not "
+                       "a backend name get_backend() returned, so the wider test may not fit it.")
+    elif isinstance(left, cst.Call):
+        source = left
+    else:
         return
-    func = left.func
+    func = source.func
     member = a.dist(func)
     is_get_backend = member == "get_backend"
-    is_name = isinstance(func, cst.Attribute) and func.attr.value in ("name", "_get_backend_name") and not left.args
+    is_name = isinstance(func, cst.Attribute) and func.attr.value in ("name", "_get_backend_name") and not source.args
     if not (is_get_backend or is_name):
         return
     if isinstance(op, (cst.Equal, cst.NotEqual)) and _is_nccl_literal(a, right):
@@ -343,11 +358,14 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
                  f'{a.code(func).rpartition(".")[2]}() is "custom" or "nccl2" under nccl2: compare dist.get_backend(group)',
                  detail=f'{a.code(func)}() returns "custom" on a process group created with an explicit '
                  '"nccl2"/"nccl-legacy"/"nccl-lazy", and a backend object reports "nccl2" under nccl2; '
-                 f"compare dist.get_backend(group) against {_NCCL_SET} instead.")
+                 f"compare dist.get_backend(group) against {_NCCL_SET} instead.{held}")
         return
     msg = ('get_backend() returns the name the group was created with, so this is False for explicit '
-           f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.')
+           f'"nccl2", "nccl-legacy" and "nccl-lazy" groups; compare against {_NCCL_SET}.{held}')
     short = 'get_backend() is not "nccl" for nccl2/legacy/lazy: test all four'
+    if why_not:
+        a.report(node, "NCX110", short, detail=msg + why_not)
+        return
     if isinstance(right, (cst.Tuple, cst.List, cst.Set)):
         have = {e.value.evaluated_value for e in right.elements if isinstance(e.value, cst.SimpleString)}
         if len(have & {"nccl", "nccl2", "nccl-legacy", "nccl-lazy"}) > 1:
@@ -364,6 +382,36 @@ def _compare(a: Analyzer, node: cst.Comparison) -> None:
     new_cmp = cst.parse_expression(f"{a.code(left)} {op_text} {_nccl_set(a, right)}")
     a.report(node, "NCX110", short, FixKind.SAFE,
              [*replace_with(node, new_cmp), *wrap_edit(a, statement_expr(a, node))], detail=msg)
+
+
+def _held_sources(a: Analyzer, name: cst.Name, at: Path) -> tuple[list[tuple[cst.Call, str]], list[str]]:
+    """What a local compared against "nccl" holds where it is compared: the ``get_backend(...)``
+    / ``.name()`` calls assigned to it (also through names that only pass the value on, ``b =
+    backend``), each with a note of where, and the other values that reach it (a parameter, a
+    literal, anything else), by how they read.  Only the assignments of its own function count
+    (``_reach.reaching``: in straight-line code the nearest one, across branches each)."""
+    found: list[tuple[cst.Call, str]] = []
+    others: list[str] = []
+    todo: list[tuple[str, Path, int]] = [(name.value, at, 0)]
+    while todo:
+        target, path, depth = todo.pop()
+        defs, entry = reaching(target, path)
+        if entry:
+            others.append(f"the {target} it has on entry (a parameter or a global)")
+        for d in defs:
+            v = d.value
+            line = a.pos(d.path[-1]).start.line
+            if v is None or d.index is not None or d.loop:
+                others.append(f"the value bound on line {line}")
+            elif isinstance(v, cst.Name) and depth < 4:
+                todo.append((v.value, d.path, depth + 1))  # b = backend: the value passed on
+            elif isinstance(v, cst.Call) and (a.dist(v.func) == "get_backend" or (
+                    isinstance(v.func, cst.Attribute) and v.func.attr.value in ("name", "_get_backend_name")
+                    and not v.args)):
+                found.append((v, f" {name.value} holds {a.code(v).strip()} (line {line})."))
+            else:
+                others.append(f"{a.code(v).strip()} (line {line})")
+    return found, others
 
 
 # --- NCX111 ---

@@ -17,9 +17,9 @@ from .._model import FixKind, Options
 from ._ctx import Analyzer, Edit, EditResult, on
 from ._edits import append_element, append_kwarg, string_like
 from ._flow import resolve
-from ._gpu import judge
+from ._gpu import judge, lone
 from ._names import BACKEND_ARG_POS, backend_parts, is_backend_spec, replace_backend
-from ._reach import Path, dotted, every, reaching
+from ._reach import Def, Path, dotted, every, reaching
 from ._scope import Scope
 from ._xcall import helper, helpers_of
 
@@ -60,7 +60,8 @@ class _SetDevice:
 
 
 def _facts(a: Analyzer) -> dict[str, list[object]]:
-    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": [], "calls": []})
+    f = a.facts.setdefault("backend", {"uses": [], "strings": [], "inits": [], "set_device": [], "calls": [],
+                                       "unjudged": []})
     assert isinstance(f, dict)
     return f
 
@@ -99,8 +100,8 @@ def _device_module(a: Analyzer, recv: cst.BaseExpression) -> bool:
             and a.qnames(recv.args[0].value) == {"torch"}):  # getattr(torch, "cuda")
         return True
     if (recv.func.value if isinstance(recv.func, cst.Name) else recv.func.attr.value).lstrip("_") in (
-            "get_device_module", "device_module"):
-        return True
+            "get_device_module", "device_module", "get_accelerator"):
+        return True  # (DeepSpeed's and ColossalAI's get_accelerator(): torch.cuda's set_device on CUDA)
     found = helper(a, recv.func)  # the project's own get_torch_device() returning torch.cuda
     return found is not None and "devmod" in helpers_of(a).values(found[1].returns)
 
@@ -113,7 +114,31 @@ def picks_by_helper(source: str, options: Options) -> bool:
         n in source and re.search(rf"\b{re.escape(n)}\s*\(", source) for n in setters)
 
 
-_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device"}
+_PICKER_NAMES = frozenset(q.rpartition(".")[2] for q in _PICKERS) | {"set_device", "setup_device"}
+
+
+def _unfollowed(a: Analyzer, func: cst.BaseExpression) -> bool:
+    """``x.set_device(...)`` / ``x.set_device_index(...)`` / Lightning's accelerator
+    ``x.setup_device(...)`` on an object the rule cannot resolve; not ``self.f()`` of a method
+    the file defines (followed as a call of the file)."""
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("set_device", "set_device_index", "setup_device")):
+        return False
+    if dotted(func.value) in ("self", "cls"):
+        name = func.attr.value
+        return not any(isinstance(n, cst.FunctionDef) and n.name.value == name
+                       for n in _all_defs(a.module))
+    return True
+
+
+def _all_defs(module: cst.Module) -> list[cst.FunctionDef]:
+    """The module's functions and the methods of its classes (one level)."""
+    out: list[cst.FunctionDef] = []
+    for n in module.body:
+        if isinstance(n, cst.FunctionDef):
+            out.append(n)
+        elif isinstance(n, cst.ClassDef):
+            out += [m for m in n.body.body if isinstance(m, cst.FunctionDef)]
+    return out
 
 
 def _picker(a: Analyzer, node: cst.Call) -> None:
@@ -140,6 +165,10 @@ def _picker(a: Analyzer, node: cst.Call) -> None:
     elif how is None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("set_device", "set_device_index")
                 and _device_module(a, node.func.value)):
+            if _unfollowed(a, node.func):
+                # an object's own set_device (an accelerator layer the rule cannot follow)
+                _facts(a)["unjudged"].append(_SetDevice(node, a.enclosing_function(), a.order, a.suites(), None,
+                                                        f"{a.code(node.func)}()", None, tuple(a.stack)))
             return
         how = f"{a.code(node.func.value)}.{node.func.attr.value}"
     torch_name = None
@@ -344,6 +373,8 @@ def _backend_strings(a: Analyzer, expr: cst.BaseExpression, scope: Scope, path: 
     if isinstance(expr, cst.IfExp):
         both = [_backend_strings(a, e, scope, path, depth + 1) for e in (expr.body, expr.orelse)]
         return None if None in both else [v for vs in both if vs is not None for v in vs]
+    if _accelerator_backend(a, expr):
+        return ["nccl"]  # what it is on CUDA, the one device where nccl2 binds a GPU
     if isinstance(expr, cst.Call):
         found = helper(a, expr.func)
         tokens = helpers_of(a).values(found[1].returns) if found is not None else ["?"]
@@ -362,6 +393,23 @@ def _backend_strings(a: Analyzer, expr: cst.BaseExpression, scope: Scope, path: 
             return None
         out += got
     return out
+
+
+def _accelerator_backend(a: Analyzer, expr: cst.BaseExpression) -> bool:
+    """The backend name an accelerator layer gives, whose CUDA answer is "nccl":
+    ``get_accelerator().communication_backend_name()`` (DeepSpeed), ``.communication_backend``
+    (ColossalAI), also on a name assigned from ``get_accelerator()``, and
+    ``dist.get_default_backend_for_device("cuda")``."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "communication_backend_name":
+            return _device_module(a, expr.func.value)
+        if a.dist(expr.func) == "get_default_backend_for_device" or (
+                a.qnames(expr.func) & {"torch.distributed.get_default_backend_for_device"}):
+            arg = expr.args[0].value if expr.args else None
+            return isinstance(arg, cst.SimpleString) and arg.evaluated_value == "cuda"
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "communication_backend":
+        return _device_module(a, expr.value)
+    return False
 
 
 @dataclass
@@ -567,9 +615,13 @@ _BLOCK_NODES = (cst.IndentedBlock, cst.Module)
 
 def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | None:
     """The NCCL backend strings of ``init`` when the GPU ``pick`` (before it, in a branch) runs on
-    every path where the backend is NCCL: the backend is a name, and each of its assignments that
-    reach the init with an NCCL value comes after the pick in the pick's own block
-    (``if cuda: set_device(...); backend = "nccl"`` / ``else: backend = "gloo"``); else None."""
+    every path where the backend is NCCL, else None.  The backend is a name, and each of its
+    assignments that reach the init with an NCCL value either sits in the pick's own straight-line
+    block, before or after the pick (``if cuda: backend = "nccl"; set_device(...)`` / ``else:
+    backend = "gloo"``: whichever comes first, both run before the init), or is ``"nccl" if c else
+    "gloo"`` where the pick's block is the branch of an ``if`` on the same ``c`` that makes it NCCL
+    (``if c: set_device(...)``; ``c`` the same expression, its names bound once: the same
+    assignments reach both tests), and that ``if`` runs before the init at its level."""
     target = dotted(init.use.expr) if init.use.expr is not None else None
     if target is None or not init.path or not pick.path:
         return None
@@ -588,18 +640,146 @@ def _nccl_only_after(a: Analyzer, pick: _SetDevice, init: _Init) -> list[str] | 
         values = _backend_strings(a, d.value, init.use.scope, d.path, 1)
         if values is None:
             return None
-        nccl = [v for v in values if any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
-                                         for dev, n in (backend_parts(v) or [(None, "?")]))]
+        nccl = [v for v in values if _names_nccl(v)]
         if not nccl:
+            continue
+        if len(nccl) != len(values):  # one assignment that may or may not be NCCL
+            if not _same_branch(a, d, pick, k, init):
+                return None
+            nccl_values += nccl
             continue
         at = next((i for i, n in enumerate(d.path[:-1]) if n is block), None)
         own = next((i for i, x in enumerate(body) if at is not None and x is d.path[at + 1]), None)
-        if own is None or not any(x is stmt for x in body[:own]):
-            return None  # an NCCL value set where the pick does not run first
-        if len(nccl) != len(values):
-            return None  # one assignment that may or may not be NCCL
+        mine = next((i for i, x in enumerate(body) if x is stmt), None)
+        if own is None or mine is None or any(_leaves(x) for x in body[min(own, mine) + 1:max(own, mine)]):
+            return None  # an NCCL value set where the pick does not run too
         nccl_values += nccl
     return sorted(set(nccl_values)) or None
+
+
+def _names_nccl(spec: str) -> bool:
+    return any(n in ("nccl", "nccl2", "nccl-lazy") and dev in (None, "cuda")
+               for dev, n in (backend_parts(spec) or [(None, "?")]))
+
+
+def _leaves(item: cst.CSTNode) -> bool:
+    """A statement after which the rest of its block may not run: it holds a ``return``,
+    ``raise``, ``break`` or ``continue`` (not in a function it defines)."""
+    found = False
+
+    class _Exits(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            found = found or isinstance(node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
+            return not found and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    item.visit(_Exits())
+    return found
+
+
+def _same_branch(a: Analyzer, d: Def, pick: _SetDevice, k: int, init: _Init) -> bool:
+    """``d`` assigns ``x if c else y`` with exactly one side NCCL, and the pick's block ``pick.path[k]``
+    is, from its start, the branch of an ``if c`` (or ``if not c``) that the NCCL side needs,
+    where that ``if`` sits in a block around the init, before it."""
+    value = d.value
+    if not isinstance(value, cst.IfExp) or k < 2:
+        return False
+    sides = [_backend_strings(a, e, init.use.scope, d.path, 2) for e in (value.body, value.orelse)]
+    known = [s for s in sides if s is not None]
+    if len(known) != 2:
+        return False
+    on = [bool(s) and all(_names_nccl(v) for v in s) for s in known]
+    off = [bool(s) and not any(_names_nccl(v) for v in s) for s in known]
+    if not ((on[0] and off[1]) or (on[1] and off[0])):
+        return False
+    want = on[0]  # the test must be true on the NCCL side
+    holder, branch, outer = pick.path[k - 1], pick.path[k], pick.path[k - 2]
+    node: cst.If
+    if isinstance(holder, cst.If) and branch is holder.body:
+        node, truth = holder, True
+    elif isinstance(holder, cst.Else) and isinstance(outer, cst.If):
+        node, truth = outer, False
+    else:
+        return False
+    if any(_leaves(x) for x in list(getattr(branch, "body", ()))[:_index_in(branch, pick.path[k + 1])]):
+        return False  # the branch may leave before it picks
+    test, cond = node.test, value.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, truth = test.expression, not truth
+    if isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.Not):
+        cond, want = cond.expression, not want
+    if truth != want or a.code(test).strip() != a.code(cond).strip() or not _stable(a, test, pick.path[:pick.path.index(node) + 1], d.path):
+        return False
+    # the if runs before the init at a level around it
+    i = next((j for j, n in enumerate(init.path) if n is node), None)
+    if i is not None:
+        return False  # the init is inside that if
+    j = pick.path.index(node) if node in pick.path else -1
+    block = pick.path[j - 1] if j > 0 else None
+    return block is not None and any(n is block for n in init.path)
+
+
+def _index_in(block: cst.CSTNode, item: cst.CSTNode) -> int:
+    body = list(getattr(block, "body", ()))
+    return next((i for i, x in enumerate(body) if x is item), 0)
+
+
+_PURE_TESTS = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
+
+
+def _stable(a: Analyzer, expr: cst.BaseExpression, at_if: Path, at_def: Path) -> bool:
+    """Every name in the test has the same assignments reaching it at the ``if`` as at the
+    assignment (bound once from it), and every call in it is torch's CUDA query."""
+    ok = True
+
+    class _Names(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            nonlocal ok
+            ok = ok and bool(a.qnames(node.func) & _PURE_TESTS)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            self._check(node)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self._check(node)
+
+        def _check(self, node: cst.BaseExpression) -> None:
+            nonlocal ok
+            name = dotted(node)
+            if name is None or name in ("True", "False", "None"):
+                return
+            here, there = reaching(name, (*at_if, node)), reaching(name, (*at_def, node))
+            ok = ok and here[1] == there[1] and {id(x.path[-1]) for x in here[0]} == {
+                id(x.path[-1]) for x in there[0]}
+
+    expr.visit(_Names())
+    return ok
+
+
+def _could_not_judge(a: Analyzer, f: dict[str, list[object]], init: _Init, nccl: bool | None) -> None:
+    """One note for an init that may be NCCL and gets no device finding, where the code calls a
+    ``set_device`` the rule cannot follow (``self.accelerator.set_device(i)``) in the init's
+    function or in one linked to it: a clean report then still says what was not checked."""
+    if nccl is False:
+        return
+    seen = [s for s in f["unjudged"] if isinstance(s, _SetDevice) and (
+        s.scope is init.scope or _runs_before(a, f, s, init) or _runs_after(a, f, s, init))]
+    if not seen:
+        return
+    sd = seen[0]
+    line = a.pos(sd.call).start.line
+    short = f"cannot follow {sd.how} (line {line}): pass device_id= if it picks a GPU"
+    if len(short) > 72:
+        short = f"cannot follow the GPU pick on line {line}: pass device_id= if it picks one"
+    p = a.report(init.call, "NCX130", short,
+                 detail=f"init_process_group without device_id, and the GPU may be picked by {sd.how} "
+                 f"(line {line}), an object whose set_device the rule cannot resolve (an accelerator layer "
+                 "it does not know, an attribute): under nccl2 (torch 2.15) the group binds cuda:(LOCAL_RANK "
+                 "% device_count), or cuda:(rank % device_count), whatever that call picks. If it can pick "
+                 "another GPU, pass device_id= the device it picks.")
+    p.finding.note = True
 
 
 def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode, Edit]]
@@ -637,7 +817,7 @@ def _split_long_value(a: Analyzer, call: cst.Call, edits: list[tuple[cst.CSTNode
 
 
 def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
-    if not f["set_device"]:
+    if not f["set_device"] and not f["unjudged"]:
         return
     for init in f["inits"]:
         assert isinstance(init, _Init)
@@ -677,6 +857,7 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
         # (accelerate's set_device() also runs after its CPU groups)
         later = same or [s for s in pickers if nccl and s.scope is not init.scope and _runs_after(a, f, s, init)]
         if not (later or elsewhere):
+            _could_not_judge(a, f, init, nccl)
             continue  # the file's picks lead neither to this init nor from it: no evidence for it
         sd = (dominating or before or elsewhere or later)[-1 if (dominating or before or elsewhere) else 0]
         # The pick sits in the branch that makes the backend NCCL: on every NCCL path it runs first.
@@ -686,13 +867,21 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
                          functools.partial(_before, a, f, init), picks=sd.picks)
                    if sd.device is not None else None)
         origin = verdict.severity if verdict is not None else None
+        alone = verdict is not None and verdict.fixed0 and lone(call)
+        if alone:
+            origin = True  # rank 0 of one process: nccl2 binds cuda:0 too, but for an inherited LOCAL_RANK
         what = verdict.what if verdict is not None else "its argument"
         short = verdict.short if verdict is not None else "its argument"
         code = "NCX130" if origin is True else "NCX134"
         base = ("init_process_group without device_id: under nccl2 (torch 2.15) the group binds "
                 "cuda:(LOCAL_RANK % device_count), or cuda:(rank % device_count) without LOCAL_RANK, and "
                 f"ignores the GPU picked with {sd.how}")
-        if origin is True:
+        if alone:
+            why = (f"the device is {what} and this is a lone process (world_size=1, rank=0): nccl2 binds "
+                   "cuda:0 for it too, so device_id= is hardening, unless the process inherits a LOCAL_RANK "
+                   "other than 0 (started from a torchrun worker, or a test run under torchrun), where nccl2 "
+                   "binds cuda:(LOCAL_RANK % device_count) and device_id= keeps the group on cuda:0")
+        elif origin is True:
             why = (f"the device is {what}, the GPU nccl2 picks under torchrun, so device_id= is hardening "
                    "(it keeps the group on that GPU under launchers that set LOCAL_RANK differently)")
         elif origin is False:
@@ -735,7 +924,8 @@ def _device_id(a: Analyzer, f: dict[str, list[object]]) -> None:
             a.report(call, code, f"{head}: pass device_id= {tag}", FixKind.UNSAFE,
                      _split_long_value(a, call, append_kwarg(a, call, "device_id", value)), imports,
                      detail=f"{base}; {why}. The GPU pick on line {line} runs on every path where the backend "
-                     f"is NCCL (it precedes each assignment of {name} to an NCCL backend): pass device_id= the "
+                     f"is NCCL (it runs in the block of each assignment of {name} to an NCCL backend, or under the "
+                     f"condition that makes it NCCL): pass device_id= the "
                      f"device chosen there when {test}, None (the default) otherwise "
                      "(on legacy this also makes init eager).")
         elif dominating and by_helper:
