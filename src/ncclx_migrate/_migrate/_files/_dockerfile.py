@@ -18,16 +18,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ._bash import read_commands
 from ._checks import Collector, EnvAssign
-from ._shell import (
-    Ctx,
-    Word,
-    _read_word,
-    analyze_words,
-    balanced,
-    continued_lines,
-    scan_shell_range,
-)
+from ._shell import Ctx, Word, analyze_words, balanced, continued_lines, scan_shell_range
 from ._text import Edit, LineIndex, remove_word
 
 __all__ = ["scan_dockerfile"]
@@ -153,8 +146,10 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, sc
     text = ctx.text
     index = ctx.index
     single_line = first == last
+    # Docker splits an ENV/ARG body into words as the shell does.
+    words = [w for cmd in read_commands(text, start, end).commands for w in cmd.words]
     # Legacy form `ENV NAME value with spaces`: the first word has no `=`.
-    j, _ = _read_word(text, start, end)
+    j = words[0].end if words else start
     first_word = text[start:j]
     if keyword == "ENV" and "=" not in first_word and j < end:
         name = first_word
@@ -179,18 +174,6 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, sc
                                add_legacy, remove_legacy))
         scope.envs.add(name)
         return
-    words: list[Word] = []
-    i = start
-    while i < end:
-        if text[i] in " \t\r\n\\":
-            i += 1
-            continue
-        j, value = _read_word(text, i, end)
-        if j == i:
-            i += 1
-            continue
-        words.append(Word(i, j, text[i:j], value))
-        i = j
     if keyword == "ARG":
         for w in words:  # `ARG A` in a stage takes the global default of A, if any
             if not _ASSIGN.match(w.raw) and w.value is not None:
