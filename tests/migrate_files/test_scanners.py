@@ -239,3 +239,12 @@ def test_unreadable_region_without_nccl_costs_nothing() -> None:
     text = "export TORCH_DIST_USE_NCCL2=0\nX=1# y\n"
     result = scan("a.sh", text, Options(apply_safe=True, apply_unsafe=True))
     assert result is not None and result.warnings == [] and result.new_text is not None
+
+
+def test_yaml_flow_collection_the_grammar_cannot_read_is_skipped_with_one_warning() -> None:
+    text = 'env: {TORCH_DIST_USE_NCCL2: "0", X: [1,\nb: 2\nother: {backend: nccl-legacy}\n'
+    result = scan("a.yaml", text, Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.error is None and result.new_text is None
+    assert [(f.line, f.code) for f in result.findings] == [(3, "NCX202")]
+    assert result.warnings == ["1: cannot parse YAML from column 6 (tree-sitter-yaml): lines 1-1 are skipped, "
+                               "and no fix is applied to the file; fix the syntax there"]
