@@ -13,6 +13,7 @@ skipped and returned, so that the scanner can say so when it holds what a rule l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ._grammar import Node, Offsets, parse
@@ -32,6 +33,7 @@ _DYNAMIC = frozenset({"simple_expansion", "expansion", "command_substitution", "
 _EXPRESSIONS = frozenset({"binary_expression", "unary_expression", "parenthesized_expression",
                           "negated_expression", "ternary_expression", "postfix_expression"})
 _DQ_ESCAPES = '$`"\\'
+_QUOTING = re.compile(r"[$`'\"\\(]")
 
 
 @dataclass
@@ -86,6 +88,8 @@ class _Reader:
         self.out = Read()
 
     def span(self, n: Node) -> tuple[int, int]:
+        if self.offsets.ascii:
+            return n.start_byte, n.end_byte
         return self.offsets.char(n.start_byte), self.offsets.char(n.end_byte)
 
     def raw(self, n: Node) -> str:
@@ -131,7 +135,10 @@ class _Reader:
         for g in groups:
             a, _ = self.span(g[0])
             _, b = self.span(g[-1])
-            out.append(Word(self.base + a, self.base + b, self.text[a:b], self.joined(g)))
+            raw = self.text[a:b]
+            # (most words hold no quote, expansion or escape: their text is their value)
+            value = self.joined(g) if _QUOTING.search(raw) else raw
+            out.append(Word(self.base + a, self.base + b, raw, value))
         return out
 
     def parts(self, n: Node) -> list[Node]:
