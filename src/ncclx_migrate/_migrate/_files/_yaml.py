@@ -1,5 +1,6 @@
-"""YAML, read and edited line by line (no YAML library: comments, quoting and layout
-must survive a fix byte for byte).
+"""YAML, read and edited line by line (comments, quoting and layout must survive a fix byte
+for byte); flow collections (``[...]``, ``{...}``, on one line or across lines) are read
+with tree-sitter-yaml (:mod:`._yaml_flow`), with Helm/Jinja templates masked.
 
 Understood:
 - Kubernetes ``env:`` items: ``- name: X`` with a sibling ``value:`` (or ``valueFrom:``,
@@ -270,7 +271,7 @@ class _Yaml:
                 elif s.kind == "flow":
                     self.flow_seq(line, parent)
             if s.kind in ("flow", "map"):  # its lines are read: none of them is a key or an item
-                node = self.flows.at.get(self.abs(line, s.start))
+                node = self.flows.at(self.abs(line, s.start))
                 if node is not None:
                     n = max(n, self.index.line_of(max(self.abs(line, s.start), self.flows.end(node) - 1)))
             n += 1
@@ -349,7 +350,7 @@ class _Yaml:
     def flow_at(self, line: _Line, kind: str) -> Node | None:
         """The flow collection that is ``line``'s value (it may run over several lines)."""
         start = self.abs(line, line.value.start)
-        node = self.flows.at.get(start)
+        node = self.flows.at(start)
         if node is not None and node.type != kind:
             return None
         if node is None or node.has_error:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._grammar import Node, parse
+from ._grammar import Node, Offsets, parse
 
 __all__ = ["Flows", "Item"]
 
@@ -41,15 +41,23 @@ class Flows:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        root, self.offsets = parse("tree_sitter_yaml", mask(text))
-        self.at: dict[int, Node] = {}  # start offset -> flow_sequence / flow_mapping
-        stack = [root]
-        while stack:
-            n = stack.pop()
+        self._root: Node | None = None  # parsed at the first look-up (most files have no flow value)
+        self.masked = text
+        self.offsets = Offsets(text, text.encode("utf-8", "surrogatepass"))
+
+    def at(self, start: int) -> Node | None:
+        """The outermost flow collection that starts at offset ``start``, if any."""
+        if self._root is None:
+            self.masked = mask(self.text)
+            self._root, self.offsets = parse("tree_sitter_yaml", self.masked)
+        byte = start if self.offsets.ascii else len(self.masked[:start].encode("utf-8", "surrogatepass"))
+        n: Node | None = self._root.descendant_for_byte_range(byte, byte + 1)
+        found = None
+        while n is not None and n.start_byte == byte:
             if n.type in _FLOW:
-                self.at[self.offsets.char(n.start_byte)] = n
-                continue  # nested ones are items of this one
-            stack.extend(n.children)
+                found = n
+            n = n.parent
+        return found
 
     def span(self, n: Node) -> tuple[int, int]:
         return self.offsets.char(n.start_byte), self.offsets.char(n.end_byte)
