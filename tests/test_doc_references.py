@@ -133,7 +133,8 @@ def test_readme_names_every_dependency_and_no_test_count() -> None:
     deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0] for d in deps}
     [line] = [ln for ln in readme.split("\n\n") if ln.startswith("The package needs only")]
-    grammar = {"cpp": "C++", "cuda": "CUDA", "make": "make", "toml": "TOML", "groovy": "Groovy", "hcl": "HCL"}
+    grammar = {"cpp": "C++", "cuda": "CUDA", "make": "make", "toml": "TOML", "groovy": "Groovy", "hcl": "HCL",
+               "bash": "bash", "dockerfile": "Dockerfile", "yaml": "YAML"}
     said = {n for n in names if (grammar.get(n.removeprefix("tree-sitter-"), "?") if n.startswith("tree-sitter-")
                                  else n.replace("tree-sitter", "tree-sitter's")) in line}
     assert said == names, sorted(names - said)

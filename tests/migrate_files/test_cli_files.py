@@ -234,3 +234,11 @@ def test_shared_names_across_kinds(project: Path) -> None:
     assert downgraded, together
     assert all("Another file of this project also sets" in f["detail"] for f in downgraded), downgraded
     assert "nb/explore.ipynb" in {f["path"] for f in downgraded}  # its `!export` line
+
+
+def test_unreadable_shell_region_is_a_warning_naming_the_line(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("export NCCL_BLOCKING_WAIT=1\nNCCL_DEBUG=1# x\n")
+    proc = run_ncclx("migrate", str(tmp_path / "run.sh"))
+    assert proc.returncode == 1, proc.stderr
+    assert f"{tmp_path / 'run.sh'}:2: warning: cannot parse shell from column 1 (tree-sitter-bash)" in proc.stderr
+    assert "run.sh:1:8: NCX203" in proc.stdout

@@ -222,3 +222,29 @@ def test_docs_list_the_registered_kinds() -> None:
     table = page.split("<!-- kinds: generated from _files/_kinds.py markdown_table() -->\n", 1)[1].split(
         "<!-- /kinds -->", 1)[0]
     assert table == markdown_table(), "rewrite the table in docs/migrate-files.md from markdown_table()"
+
+
+def test_shell_region_the_grammar_cannot_read_is_skipped_with_one_warning() -> None:
+    # `1#` is a word to bash, an error to tree-sitter-bash: that command is skipped, the rest
+    # is read (NCX201 on line 1), and nothing is fixed while a skipped part may set names.
+    text = "export TORCH_DIST_USE_NCCL2=0\nNCCL_BLOCKING_WAIT=1# x\nexport NCCL_DEBUG=INFO\n"
+    result = scan("a.sh", text, Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.error is None and result.new_text is None
+    assert [(f.line, f.code) for f in result.findings] == [(1, "NCX201")]
+    assert result.warnings == ["2: cannot parse shell from column 1 (tree-sitter-bash): lines 2-2 are skipped, "
+                               "and no fix is applied to the file; fix the syntax there"]
+
+
+def test_unreadable_region_without_nccl_costs_nothing() -> None:
+    text = "export TORCH_DIST_USE_NCCL2=0\nX=1# y\n"
+    result = scan("a.sh", text, Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.warnings == [] and result.new_text is not None
+
+
+def test_yaml_flow_collection_the_grammar_cannot_read_is_skipped_with_one_warning() -> None:
+    text = 'env: {TORCH_DIST_USE_NCCL2: "0", X: [1,\nb: 2\nother: {backend: nccl-legacy}\n'
+    result = scan("a.yaml", text, Options(apply_safe=True, apply_unsafe=True))
+    assert result is not None and result.error is None and result.new_text is None
+    assert [(f.line, f.code) for f in result.findings] == [(3, "NCX202")]
+    assert result.warnings == ["1: cannot parse YAML from column 6 (tree-sitter-yaml): lines 1-1 are skipped, "
+                               "and no fix is applied to the file; fix the syntax there"]

@@ -113,9 +113,11 @@ def _fixed_point(source: str, options: Options, one_pass: Pass, again: Callable[
     before: list[Finding] = []  # the fixes of the pass before, at their lines in ``source``
     left: list[Finding] = []
     path = ""
+    warnings: list[str] = []
     for n in range(MAX_PASSES):
         result, moved = one_pass(text, fixing, n > 0)
         path = result.path
+        warnings = warnings if n else result.warnings  # (a later pass's lines would be off)
         if result.error is not None:
             if n:  # a fix made text that does not parse: a bug in a rule
                 return FileResult(path, error="internal error: a fix produced code that does not parse; "
@@ -148,7 +150,8 @@ def _fixed_point(source: str, options: Options, one_pass: Pass, again: Callable[
             f.applied = False
     findings = sorted(applied + left, key=lambda f: (f.line, f.column, f.code))
     moved_back = report or options.positions_as_given
-    return (FileResult(path, findings=findings, new_text=None if report or text == source else text), later,
+    return (FileResult(path, findings=findings, new_text=None if report or text == source else text,
+                       warnings=warnings), later,
             [] if moved_back else chain)
 
 

@@ -78,6 +78,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     new_text: str | None = None
     error: str | None = None  # one-line reason the file could not be processed
+    warnings: list[str] = field(default_factory=list)  # "line: text" (a region a grammar skipped)
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,8 @@ def process_file(path: str, options: Options, mode: Mode) -> Outcome:
         return Outcome(FileResult(path, error=f"internal error: {type(exc).__name__}: {exc}"))
     if result is None:
         return Outcome(FileResult(path), scanned=False)
-    out = Outcome(result, warnings=[*notes_of(result), *suppression_warnings(text, path)], config=_config.drain())
+    out = Outcome(result, warnings=[*notes_of(result), *suppression_warnings(text, path), *result.warnings],
+                  config=_config.drain())
     if result.new_text is not None and result.error is None:
         if mode.diff:
             out.diff = _unified(path, text, result.new_text)

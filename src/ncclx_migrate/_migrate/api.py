@@ -353,7 +353,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
                          "(e.g. run.sh, job.yaml, Dockerfile)")
     for line in _config.drain():
         click.echo(line, err=True)
-    for w in [*notes_of(result), *suppression_warnings(text, kind_path)]:
+    for w in [*notes_of(result), *suppression_warnings(text, kind_path), *result.warnings]:
         line, _, msg = w.partition(": ")
         click.echo(f"{display}:{line}: warning: {msg}", err=True)
     result.path = display

@@ -174,6 +174,10 @@ class Collector:
     # IPython expands): given a fix's kind and edits, the kind and edits to use, and why.
     vet: Callable[[FixKind, list[Edit]], tuple[FixKind, list[Edit], str]] | None = None
     taken: list[Edit] = field(default_factory=list)  # the edits result() applied
+    # "line: text" per region the kind's grammar could not read that may hold a finding,
+    # shown on stderr as warnings.  The rest is checked, but no fix is applied: whether a
+    # fix is safe depends on what else the file sets, which such a region may hold.
+    skipped: list[str] = field(default_factory=list)
 
     def env(self, a: EnvAssign) -> None:
         self.assigns.append(a)
@@ -237,7 +241,7 @@ class Collector:
                 continue
             row, col = index.position(hit.offset)
             applied = False
-            if hit.edits is not None and self.options.wants_fix(hit.fix):
+            if hit.edits is not None and self.options.wants_fix(hit.fix) and not self.skipped:
                 edits = [with_comments(index, e) for e in hit.edits]
                 if not any(_overlaps(e, t) for e in edits for t in taken):
                     taken.extend(edits)
@@ -254,7 +258,7 @@ class Collector:
             new_index = LineIndex(new_text)
             for f, offset in left:
                 f.line, f.column = new_index.position(_moved(offset, taken))
-        return FileResult(self.path, findings, new_text)
+        return FileResult(self.path, findings, new_text, warnings=self.skipped)
 
 
 def _moved(offset: int, edits: list[Edit]) -> int:

@@ -1,7 +1,16 @@
 """Dockerfiles: ``ENV`` (``ENV K=V ...`` and the legacy ``ENV K V``), ``ARG``, and the
-commands of ``RUN``/``CMD``/``ENTRYPOINT`` in shell form (lexed as shell) or exec form
-(a JSON argv).  A suppression comment may sit on the instruction's line (shell form
-only: Docker passes it to the shell) or on the comment line directly above it.
+commands of ``RUN``/``CMD``/``ENTRYPOINT`` in shell form (read with tree-sitter-bash, as
+the shell kind) or exec form (a JSON argv).  A suppression comment may sit on the
+instruction's line (shell form only: Docker passes it to the shell) or on the comment line
+directly above it.
+
+Instructions are split as Docker's own parser splits them, line by line: continuations
+with the escape character (``\\``, or what a ``# escape=`` directive at the top sets;
+a `` ` `` continuation reads as ``\\`` to the shell) and BuildKit here-documents
+(``RUN <<EOF`` ... ``EOF``), whose body is the script where the command is only the
+here-document or a shell reading it, and data otherwise (``COPY <<EOF file``, ``RUN
+python3 <<EOF``).  tree-sitter-dockerfile (0.2.0) is not used: it reads ``ARG A=1 B``,
+the legacy ``ENV K value with spaces`` and a `` ` `` continuation as errors.
 
 An ``ARG`` is a build argument: it is in the environment of the build's ``RUN`` commands
 only, never the container's, so it sets no job's environment (only its backend value is
@@ -15,23 +24,21 @@ an ``ENV`` of the same name overrides an ``ARG``."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 
+from ._bash import read_commands
 from ._checks import Collector, EnvAssign
-from ._shell import (
-    Ctx,
-    Word,
-    _read_word,
-    analyze_words,
-    balanced,
-    continued_lines,
-    scan_shell_range,
-)
+from ._shell import Ctx, Word, analyze_words, balanced, continued_lines, scan_shell_range
 from ._text import Edit, LineIndex, remove_word
 
 __all__ = ["scan_dockerfile"]
 
+_ESCAPE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*([\\`])", re.IGNORECASE)
+_DIRECTIVE = re.compile(r"#[ \t]*[A-Za-z]+[ \t]*=")  # `# syntax=...`, `# check=...`
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
 _INSTR = re.compile(r"\s*([A-Za-z]+)(\s+|$)")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _JSON_STR = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -67,9 +74,30 @@ class _Scope:
         return default or word
 
 
-def _instructions(index: LineIndex) -> list[tuple[int, int]]:
-    """(first line, last line) of each instruction, following ``\\`` continuations."""
-    out: list[tuple[int, int]] = []
+@dataclass
+class _Instr:
+    first: int  # its first line (0-based)
+    last: int  # its last line, following continuations (here-document bodies not included)
+    heredocs: list[tuple[int, int]]  # (first body line, delimiter line) of each here-document
+
+
+def escape_of(index: LineIndex) -> str:
+    """The line-continuation character: ``\\``, or what a ``# escape=`` parser directive at the
+    top of the file sets (Docker reads directives only before any other line)."""
+    for n in range(len(index)):
+        line = index.line_text(n).strip()
+        m = _ESCAPE.fullmatch(line)
+        if m is not None:
+            return m.group(1)
+        if not _DIRECTIVE.match(line):
+            break
+    return "\\"
+
+
+def _instructions(index: LineIndex, escape: str) -> list[_Instr]:
+    """Each instruction's lines, following ``escape`` continuations and, for ``RUN``, ``COPY``
+    and ``ADD``, the here-documents it opens (``<<EOF`` ... ``EOF``: BuildKit's syntax)."""
+    out: list[_Instr] = []
     n = 0
     total = len(index)
     while n < total:
@@ -79,15 +107,39 @@ def _instructions(index: LineIndex) -> list[tuple[int, int]]:
             n += 1
             continue
         first = n
-        while line.rstrip().endswith("\\") and n + 1 < total:
+        while line.rstrip().endswith(escape) and n + 1 < total:
             n += 1
             line = index.line_text(n)
             while n + 1 < total and index.line_text(n).strip().startswith("#"):
                 n += 1  # comment lines inside a continuation are dropped by Docker
                 line = index.line_text(n)
-        out.append((first, n))
+        instr = _Instr(first, n, [])
+        if stripped.split(None, 1)[0].upper() in ("RUN", "COPY", "ADD"):
+            head = index.text[index.starts[first] : index.bounds(n)[1]]
+            for m in _HEREDOC.finditer(head):
+                strip, delim = m.group(1) == "-", m.group(3)
+                k = n + 1
+                while k < total and (index.line_text(k).lstrip("\t") if strip else index.line_text(k)) != delim:
+                    k += 1
+                instr.heredocs.append((n + 1, min(k, total - 1)))
+                n = k
+        out.append(instr)
         n += 1
     return out
+
+
+def _masked(text: str, index: LineIndex, instrs: list[_Instr], escape: str) -> str:
+    """``text`` as the shell reads it: with ``# escape=`` `` ` `` a continuation is written
+    `` `<newline> ``, which is ``\\<newline>`` to the shell (same length: offsets hold)."""
+    if escape == "\\":
+        return text
+    chars = list(text)
+    for instr in instrs:
+        for n in range(instr.first, instr.last):
+            _, end, _ = index.bounds(n)
+            if text[end - 1 : end] == escape:
+                chars[end - 1] = "\\"
+    return "".join(chars)
 
 
 def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
@@ -118,12 +170,17 @@ def _exec_form(ctx: Ctx, start: int, end: int) -> bool:
 
 def scan_dockerfile(text: str, sink: Collector) -> None:
     index = LineIndex(text)
+    escape = escape_of(index)
+    instrs = _instructions(index, escape)
+    text = _masked(text, index, instrs, escape)
+    index = LineIndex(text)
     ctx = Ctx(text, sink)
     continued_lines(text, sink)
     global_args = _Scope()  # ARGs before the first FROM
     scope: _Scope | None = None  # the current stage's (None before the first FROM)
     stages: dict[str, _Scope] = {}
-    for first, last in _instructions(index):
+    for instr in instrs:
+        first, last = instr.first, instr.last
         if first > 0 and index.line_text(first - 1).lstrip().startswith("#"):
             for n in range(first, last + 1):
                 sink.extra_suppress.setdefault(n, []).append(first - 1)
@@ -134,7 +191,9 @@ def scan_dockerfile(text: str, sink: Collector) -> None:
             continue
         keyword = m.group(1).upper()
         body = m.end()
-        if keyword in ("RUN", "CMD", "ENTRYPOINT"):
+        if keyword == "RUN" and instr.heredocs:
+            _heredoc_run(ctx, instr, body, end)
+        elif keyword in ("RUN", "CMD", "ENTRYPOINT"):
             if not _exec_form(ctx, body, end):
                 scan_shell_range(ctx, body, end)
         elif keyword == "FROM":
@@ -145,16 +204,34 @@ def scan_dockerfile(text: str, sink: Collector) -> None:
                 stages[fm.group(2).lower()] = scope
         elif keyword in ("ENV", "ARG"):
             _env(ctx, keyword, first, last, body, end, scope or global_args,
-                 global_args if scope is not None else None)
+                 global_args if scope is not None else None, escape)
+
+
+def _heredoc_run(ctx: Ctx, instr: _Instr, body: int, end: int) -> None:
+    """``RUN <<EOF`` ... ``EOF``: the shell gets the instruction with its here-documents.  A
+    here-document is the script itself where the command is nothing else (BuildKit runs it
+    with the default shell) or a shell reading it (``RUN bash -e <<EOF``); else it is data."""
+    index = ctx.index
+    _, stop, _ = index.bounds(instr.heredocs[-1][1])
+    scan_shell_range(ctx, body, stop)
+    rest = [w for w in _HEREDOC.sub(" ", ctx.text[body:end]).split() if w != "\\"]
+    if rest and not (os.path.basename(rest[0]) in _SHELLS
+                     and all(w.startswith("-") and "c" not in w for w in rest[1:])):
+        return
+    for body_line, delim_line in instr.heredocs:
+        if body_line < delim_line:
+            scan_shell_range(ctx, index.starts[body_line], index.starts[delim_line])
 
 
 def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, scope: _Scope,
-         global_args: _Scope | None) -> None:
+         global_args: _Scope | None, escape: str) -> None:
     text = ctx.text
     index = ctx.index
     single_line = first == last
+    # Docker splits an ENV/ARG body into words as the shell does.
+    words = [w for cmd in read_commands(text, start, end).commands for w in cmd.words]
     # Legacy form `ENV NAME value with spaces`: the first word has no `=`.
-    j, _ = _read_word(text, start, end)
+    j = words[0].end if words else start
     first_word = text[start:j]
     if keyword == "ENV" and "=" not in first_word and j < end:
         name = first_word
@@ -179,18 +256,6 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, sc
                                add_legacy, remove_legacy))
         scope.envs.add(name)
         return
-    words: list[Word] = []
-    i = start
-    while i < end:
-        if text[i] in " \t\r\n\\":
-            i += 1
-            continue
-        j, value = _read_word(text, i, end)
-        if j == i:
-            i += 1
-            continue
-        words.append(Word(i, j, text[i:j], value))
-        i = j
     if keyword == "ARG":
         for w in words:  # `ARG A` in a stage takes the global default of A, if any
             if not _ASSIGN.match(w.raw) and w.value is not None:
@@ -215,7 +280,7 @@ def _env(ctx: Ctx, keyword: str, first: int, last: int, start: int, end: int, sc
             line_start, line_end, _ = index.bounds(index.line_of(w.start))
             if not single_line and not text[line_start:w.start].strip() and text[w.end:line_end].strip() in ("", "\\"):
                 # one assignment per continued line: the new one gets a line of its own
-                return [Edit(w.end, w.end, f" \\{ctx.nl}{text[line_start:w.start]}{new}={raw_value}")]
+                return [Edit(w.end, w.end, f" {escape}{ctx.nl}{text[line_start:w.start]}{new}={raw_value}")]
             return [Edit(w.end, w.end, f" {new}={raw_value}")]
 
         def remove(w: Word = w, lone: bool = lone) -> list[Edit] | None:

@@ -1,14 +1,14 @@
-"""Shell and sbatch scripts: a small POSIX-shell lexer plus the command shapes that set
-environment variables or pass a backend name.
+"""Shell and sbatch scripts, read with tree-sitter-bash (:mod:`._bash`): the command shapes
+that set environment variables or pass a backend name.
 
 Understood: ``export/declare -x/local/readonly X=Y``, prefix assignments ``X=Y cmd``,
 ``env [-i] [-u N] X=Y cmd``, ``sudo [opts] X=Y cmd``, ``eval`` of a literal string,
 Slurm ``--export=ALL,X=Y`` (also in ``#SBATCH`` lines),
 ``docker/podman run -e X=Y`` / ``--env X=Y``, ``mpirun -x X=Y``, ``${X:=d}`` defaults,
 ``--backend nccl-legacy`` / ``--dist-backend=nccl-legacy`` and hydra-style
-``trainer.backend=nccl-legacy``.  Quotes, ``$(..)``, ``${..}``, backticks, line
-continuations, comments and here-documents (skipped: their body is data) are lexed so
-that nothing inside them is mistaken for a command.  The same analyser serves argv
+``trainer.backend=nccl-legacy``.  The grammar reads quotes, ``$(..)``, ``${..}``, backticks,
+line continuations, comments and here-documents (skipped: their body is data), so that
+nothing inside them is mistaken for a command.  The same analyser serves argv
 lists from Dockerfiles, YAML and notebooks (:func:`analyze_words`).
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
+from ._bash import Command, Word, read_commands
 from ._checks import (
     NCCL2,
     BackendUse,
@@ -55,27 +55,12 @@ _SUDO_LONG_ARG = {"--close-from", "--chdir", "--group", "--host", "--prompt", "-
                   "--role", "--type", "--command-timeout", "--other-user", "--user"}
 _TESTS = {"[", "[[", "test"}  # `[ "$B" = nccl-legacy ]`: a value compared against, not passed
 _BODY_END = re.compile(r"^\s*(fi|done|else|elif|esac|\}|;;)\b")
-_DIRECTIVES = ("#SBATCH", "#PBS", "#BSUB", "#FLUX:")
 # A whole word that is one variable's value, by who expands it: the shell ($B, ${B},
 # "$B") or Kubernetes in a container's command/args ($(B)).
 _REFS = {
     "shell": re.compile(r'"?\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})"?'),
     "k8s": re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)()"),
 }
-
-
-@dataclass
-class Word:
-    start: int
-    end: int
-    raw: str
-    value: str | None  # literal value; None when it contains an expansion
-
-
-@dataclass
-class Command:
-    words: list[Word]
-    directive: bool = False
 
 
 class Ctx:
@@ -114,199 +99,10 @@ class Ctx:
         return (m.group(1) or m.group(2)) if m is not None else None
 
 
-# ----------------------------------------------------------------------------- lexer
-def _skip_group(text: str, i: int, end: int, open_: str, close: str) -> int:
-    """``text[i]`` is ``open_``; return the offset after its matching ``close``."""
-    depth = 0
-    while i < end:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'" and open_ == "(":
-            k = text.find("'", i + 1, end)
-            i = end if k < 0 else k + 1
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return end
-
-
-def _read_word(text: str, i: int, end: int) -> tuple[int, str | None]:
-    buf: list[str] = []
-    static = True
-    j = i
-    while j < end:
-        c = text[j]
-        if c in " \t\n;&|()<>":
-            break
-        if c == "\r":
-            break
-        if c == "\\":
-            if j + 1 < end and text[j + 1] == "\n":
-                j += 2
-                continue
-            if j + 1 < end:
-                buf.append(text[j + 1])
-            j += 2
-            continue
-        if c == "'":
-            k = text.find("'", j + 1, end)
-            k = end - 1 if k < 0 else k
-            buf.append(text[j + 1 : k])
-            j = k + 1
-            continue
-        if c == '"':
-            k = j + 1
-            while k < end and text[k] != '"':
-                ch = text[k]
-                if ch == "\\" and k + 1 < end:
-                    if text[k + 1] in '$`"\\':
-                        buf.append(text[k + 1])
-                    elif text[k + 1] != "\n":
-                        buf.append(text[k : k + 2])
-                    k += 2
-                    continue
-                if ch == "$" and k + 1 < end and text[k + 1] in "({":
-                    static = False
-                    k = _skip_group(text, k + 1, end, text[k + 1], ")" if text[k + 1] == "(" else "}")
-                    continue
-                if ch in "$`":
-                    static = False
-                buf.append(ch)
-                k += 1
-            j = k + 1
-            continue
-        if c == "$":
-            static = False
-            nxt = text[j + 1] if j + 1 < end else ""
-            if nxt in "({":
-                j = _skip_group(text, j + 1, end, nxt, ")" if nxt == "(" else "}")
-                continue
-            if nxt == "'":  # $'...' ANSI-C quoting
-                k = j + 2
-                while k < end and text[k] != "'":
-                    k += 2 if text[k] == "\\" else 1
-                j = k + 1
-                continue
-            j += 1
-            continue
-        if c == "`":
-            static = False
-            k = text.find("`", j + 1, end)
-            j = end if k < 0 else k + 1
-            continue
-        buf.append(c)
-        j += 1
-    return min(j, end), ("".join(buf) if static else None)
-
-
-def _skip_heredocs(text: str, i: int, end: int, docs: list[tuple[str, bool]]) -> int:
-    for delim, strip_tabs in docs:
-        while i < end:
-            k = text.find("\n", i, end)
-            line_end = end if k < 0 else k
-            line = text[i:line_end].rstrip("\r")
-            if strip_tabs:
-                line = line.lstrip("\t")
-            i = end if k < 0 else k + 1
-            if line == delim:
-                break
-    return i
-
-
 def lex(text: str, start: int = 0, end: int | None = None) -> list[Command]:
-    """Commands (lists of words) in ``text[start:end]``; offsets are absolute.  The
-    patterns of a ``case`` (``nccl2|nccl-legacy)``) are values compared against, not
-    commands: they are dropped."""
-    end = len(text) if end is None else end
-    cmds: list[Command] = []
-    words: list[Word] = []
-    heredocs: list[tuple[str, bool]] = []
-    cases: list[bool] = []  # per open `case`: True while its next words are patterns
+    """Commands (lists of words) in ``text[start:end]``; offsets are absolute (_bash)."""
+    return read_commands(text, start, end).commands
 
-    def flush() -> None:
-        nonlocal words
-        if words:
-            cmds.append(Command(words))
-        words = []
-
-    i = start
-    while i < end:
-        c = text[i]
-        if c in " \t\r\ufeff":
-            i += 1
-            continue
-        if c == "\\" and text.startswith("\n", i + 1):
-            i += 2
-            continue
-        if c == "\\" and text.startswith("\r\n", i + 1):
-            i += 3
-            continue
-        if c == "\n":
-            flush()
-            i += 1
-            if heredocs:
-                i = _skip_heredocs(text, i, end, heredocs)
-                heredocs = []
-            continue
-        if c == "#":
-            k = text.find("\n", i, end)
-            k = end if k < 0 else k
-            for d in _DIRECTIVES:
-                if text.startswith(d, i) and not words:
-                    for cmd in lex(text, i + len(d), k):
-                        cmds.append(Command(cmd.words, directive=True))
-                    break
-            i = k
-            continue
-        if text.startswith("<<", i) and not text.startswith("<<<", i):
-            k = i + 2
-            strip = text.startswith("-", k)
-            k += 1 if strip else 0
-            while k < end and text[k] in " \t":
-                k += 1
-            wend, value = _read_word(text, k, end)
-            if wend > k:
-                delim = value if value is not None else text[k:wend].strip("'\"")
-                heredocs.append((delim, strip))
-            i = max(wend, i + 2)
-            continue
-        if cases and cases[-1] and c in "(|)":  # `(a|b)` around and between patterns
-            cases[-1] = c != ")"
-            i += 1
-            continue
-        if cases and not cases[-1] and text.startswith((";;", ";&"), i):  # `;;`, `;&`, `;;&`
-            flush()
-            cases[-1] = True
-            i += 3 if text.startswith(";;&", i) else 2
-            continue
-        if c in "<>":
-            i += 2 if text[i + 1 : i + 2] in ("&", "|", ">") else 1
-            continue
-        if c in ";&|()":
-            flush()
-            i += 1
-            continue
-        j, value = _read_word(text, i, end)
-        if j == i:
-            i += 1
-            continue
-        if cases and (cases[-1] or not words) and value == "esac":
-            cases.pop()
-        elif not (cases and cases[-1]):
-            words.append(Word(i, j, text[i:j], value))
-            if len(words) == 3 and words[0].value == "case" and value == "in":
-                words = []
-                cases.append(True)
-        i = j
-    flush()
-    return cmds
 
 
 # -------------------------------------------------------------------------- analysis
@@ -707,8 +503,24 @@ def _scan_script_word(ctx: Ctx, w: Word, outer_cmd: list[Word] | None = None) ->
 
 
 def scan_shell_range(ctx: Ctx, start: int, end: int) -> None:
-    for cmd in lex(ctx.text, start, end):
+    read = read_commands(ctx.text, start, end)
+    for cmd in read.commands:
         analyze_words(ctx, cmd.words, cmd.directive)
+    for a, b in read.unreadable:
+        unreadable(ctx.sink, ctx.index, a, b, "shell", "tree-sitter-bash")
+
+
+def unreadable(sink: Collector, index: LineIndex, start: int, end: int, what: str, grammar: str) -> None:
+    """A region the grammar could not read is skipped: one warning where it holds what a rule
+    looks for (the rest of the file is checked, but not fixed: Collector.skipped); else it
+    costs nothing."""
+    chunk = sink.text[start:end]
+    if mentions_backend(chunk) or "NCCL" in chunk:
+        row, col = index.position(start)
+        line = (f"{row}: cannot parse {what} from column {col} ({grammar}): lines {row}-"
+                f"{index.position(max(start, end - 1))[0]} are skipped, and no fix is applied to the file; fix the syntax there")
+        if line not in sink.skipped:
+            sink.skipped.append(line)
 
 
 def continued_lines(text: str, sink: Collector) -> None:

@@ -1,5 +1,6 @@
-"""YAML, read and edited line by line (no YAML library: comments, quoting and layout
-must survive a fix byte for byte).
+"""YAML, read and edited line by line (comments, quoting and layout must survive a fix byte
+for byte); flow collections (``[...]``, ``{...}``, on one line or across lines) are read
+with tree-sitter-yaml (:mod:`._yaml_flow`), with Helm/Jinja templates masked.
 
 Understood:
 - Kubernetes ``env:`` items: ``- name: X`` with a sibling ``value:`` (or ``valueFrom:``,
@@ -20,8 +21,10 @@ import re
 from dataclasses import dataclass
 
 from ._checks import Collector, EnvAssign, mentions_backend
+from ._grammar import Node
 from ._shell import Ctx, Word, analyze_words, scan_shell_range
 from ._text import Edit
+from ._yaml_flow import Flows, Item
 
 __all__ = ["scan_yaml"]
 
@@ -32,9 +35,7 @@ _KEY = re.compile(
 )
 _BLOCK = re.compile(r"[|>][0-9+-]*[ \t]*(#.*)?$")
 _ENV_ITEM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
-_FLOW_PAIR = re.compile(
-    r"""\{\s*name:\s*("[^"]*"|'[^']*'|[^\s,{}"']+)\s*,\s*value:\s*("[^"]*"|'[^']*'|[^,{}]*?)\s*\}"""
-)
+_FLOW_KEY = re.compile(r"[A-Za-z_][\w.-]*")
 _SHELLISH = {"command", "args", "cmd", "entrypoint", "script", "run", "before_script",
              "after_script", "commands", "exec", "shell", "pre_script", "post_script"}
 
@@ -160,6 +161,7 @@ class _Yaml:
         self.index = index
         self.lines = [_parse(n, index.starts[n], index.line_text(n)) for n in range(len(index))]
         self.consumed: set[int] = set()
+        self.flows = Flows(text)
 
     # ------------------------------------------------------------------ helpers
     def abs(self, line: _Line, col: int) -> int:
@@ -205,13 +207,15 @@ class _Yaml:
                     None if s.value is None or "$" in s.value else s.value)
 
     def shell_string(self, line: _Line, s: _Scalar, stray: bool) -> None:
-        """Lex a one-line scalar as a shell command (when its text is its value)."""
-        raw = line.text[s.inner_start : s.inner_end]
-        if s.value is None or raw != s.value:
+        """Read a one-line scalar as a shell command (when its text is its value)."""
+        self.shell_span(self.abs(line, s.inner_start), self.abs(line, s.inner_end), s.value, stray)
+
+    def shell_span(self, start: int, end: int, value: str | None, stray: bool) -> None:
+        if value is None or self.text[start:end] != value:
             return  # escapes: offsets would not map back
         ctx = self.str_ctx if stray else Ctx(self.text, self.sink, stray=False, lines_ok=False,
                                              quotable=False, refs=self.refs)
-        scan_shell_range(ctx, self.abs(line, s.inner_start), self.abs(line, s.inner_end))
+        scan_shell_range(ctx, start, end)
 
     # ------------------------------------------------------------------ walk
     def run(self) -> None:
@@ -266,6 +270,10 @@ class _Yaml:
                         self.list_item(line)
                 elif s.kind == "flow":
                     self.flow_seq(line, parent)
+            if s.kind in ("flow", "map"):  # its lines are read: none of them is a key or an item
+                node = self.flows.at(self.abs(line, s.start))
+                if node is not None:
+                    n = max(n, self.index.line_of(max(self.abs(line, s.start), self.flows.end(node) - 1)))
             n += 1
         for words in argv.values():
             analyze_words(self.argv_ctx, words)
@@ -339,53 +347,49 @@ class _Yaml:
         self.sink.env(EnvAssign(name, name_start, value, raw_value, name_start + len(name) + 1,
                                 None, add, remove))
 
+    def flow_at(self, line: _Line, kind: str) -> Node | None:
+        """The flow collection that is ``line``'s value (it may run over several lines)."""
+        start = self.abs(line, line.value.start)
+        node = self.flows.at(start)
+        if node is not None and node.type != kind:
+            return None
+        if node is None or node.has_error:
+            end = self.flows.end(node) if node is not None else line.start + len(line.text)
+            chunk = self.text[start:end]
+            if not chunk.startswith(("{{", "{%")) and (mentions_backend(chunk) or "NCCL" in chunk):
+                self.skipped(start, end)
+            return None
+        return node
+
+    def skipped(self, start: int, end: int) -> None:
+        row, col = self.index.position(start)
+        last = self.index.position(max(start, end - 1))[0]
+        note = (f"{row}: cannot parse YAML from column {col} (tree-sitter-yaml): lines {row}-{last} are "
+                "skipped, and no fix is applied to the file; fix the syntax there")
+        if note not in self.sink.skipped:
+            self.sink.skipped.append(note)
+
+    def flow_word(self, item: Item) -> Word:
+        return Word(item.inner_start, item.inner_end, self.text[item.inner_start : item.inner_end],
+                    None if item.value is None or "$" in item.value else item.value)
+
     def flow_seq(self, line: _Line, key: str) -> None:
-        """``key: [a, "b", 'c']`` on one line: an argv under shell-ish keys, else items."""
-        text = line.text
-        col = line.value.start + 1
-        words: list[Word] = []
-        items: list[_Scalar] = []
-        while col < len(text):
-            while col < len(text) and text[col] in " \t":
-                col += 1
-            if col >= len(text):
-                return  # continues on the next line: not handled
-            if text[col] == "]":
-                break
-            if text[col] in "\"'":
-                q = text[col]
-                k = col + 1
-                while k < len(text) and text[k] != q:
-                    k += 2 if (text[k] == "\\" and q == '"') else 1
-                if k >= len(text):
-                    return
-                inner = text[col + 1 : k]
-                ok = not ("\\" in inner if q == '"' else "''" in inner)
-                items.append(_Scalar("double" if q == '"' else "single", col, k + 1, col + 1, k,
-                                     inner if ok else None))
-                col = k + 1
-            else:
-                k = col
-                while k < len(text) and text[k] not in ",]":
-                    k += 1
-                end = k
-                while end > col and text[end - 1] in " \t":
-                    end -= 1
-                items.append(_Scalar("plain", col, end, col, end, text[col:end]))
-                col = k
-            while col < len(text) and text[col] in " \t":
-                col += 1
-            if col < len(text) and text[col] == ",":
-                col += 1
-        for s in items:
-            words.append(self.word(line, s))
+        """``key: [a, "b", 'c']`` (on one line or several): an argv under shell-ish keys, else items."""
+        node = self.flow_at(line, "flow_sequence")
+        if node is None:
+            return
+        items = self.flows.items(node)
+        words = [self.flow_word(item) for item in items]
         if _shellish(key):
-            for s in items:
-                if s.value and any(c in s.value for c in " ;&|"):
-                    self.shell_string(line, s, stray=True)
+            for item in items:
+                if item.value and any(c in item.value for c in " ;&|"):
+                    self.shell_span(item.inner_start, item.inner_end, item.value, stray=True)
             analyze_words(self.argv_ctx, words)
             return
         for idx, (item, w) in enumerate(zip(items, words, strict=True)):
+            if item.kind == "map" and item.node is not None:
+                self.k8s_flow(item.node, None)  # `env: [{name: X, value: "1"}]`
+                continue
             if w.value is None:
                 continue
             m = _ENV_ITEM.match(w.raw)
@@ -394,102 +398,75 @@ class _Yaml:
                     self.sink.env(EnvAssign(key, w.start, w.value, w.raw, w.start))
                 continue
             name = m.group(1)
-            whole = (self.abs(line, item.start), self.abs(line, item.end))
-            quote = line.text[item.start] if item.kind != "plain" else ""
+            quote = self.text[item.start] if item.kind != "plain" else ""
 
-            def add(new: str, w: Word = w, name: str = name, whole: tuple[int, int] = whole,
+            def add(new: str, w: Word = w, name: str = name, end: int = item.end,
                     quote: str = quote) -> list[Edit] | None:
-                return [Edit(whole[1], whole[1], f", {quote}{new}{w.raw[len(name):]}{quote}")]
+                return [Edit(end, end, f", {quote}{new}{w.raw[len(name):]}{quote}")]
 
             def remove(idx: int = idx) -> list[Edit] | None:
                 if len(items) < 2:
                     return None
                 if idx + 1 < len(items):  # up to the next item
-                    return [Edit(self.abs(line, items[idx].start),
-                                 self.abs(line, items[idx + 1].start), "")]
-                return [Edit(self.abs(line, items[idx - 1].end),
-                             self.abs(line, items[idx].end), "")]
+                    return [Edit(items[idx].start, items[idx + 1].start, "")]
+                return [Edit(items[idx - 1].end, items[idx].end, "")]
 
             value = None if "$" in w.value else w.value[m.end():]
             self.sink.env(EnvAssign(name, w.start, value, w.raw[m.end():], w.start + m.end(),
                                     None, add, remove))
 
     def flow_map(self, line: _Line) -> None:
-        """``key: {a: 1, backend: nccl-legacy}`` on one line (hydra/OmegaConf style):
-        each ``k: scalar`` pair is reported in place; no line is added or removed."""
-        text = line.text
-        end = _code_end(text)
-        if not text[:end].endswith("}"):
-            return  # continues on the next line: not handled
-        body_start = line.value.start + 1
-        depth = 0
-        quote = ""
-        start = body_start
-        pieces: list[tuple[int, int]] = []
-        for k in range(body_start, end - 1):
-            c = text[k]
-            if quote:
-                if c == quote:
-                    quote = ""
-            elif c in "\"'":
-                quote = c
-            elif c in "[{":
-                depth += 1
-            elif c in "]}":
-                depth -= 1
-            elif c == "," and depth == 0:
-                pieces.append((start, k))
-                start = k + 1
-        pieces.append((start, end - 1))
-        for a, b in pieces:
-            m = re.match(r"\s*([A-Za-z_][\w.-]*)\s*:\s+", text[a:b])
-            if m is None:
+        """``key: {a: 1, backend: nccl-legacy}`` (hydra/OmegaConf style, on one line or
+        several): each ``k: scalar`` pair is reported in place; no line is added or removed."""
+        node = self.flow_at(line, "flow_mapping")
+        if node is None:
+            return
+        for key, val, _ in self.flows.pairs(node):
+            if (key.kind != "plain" or key.value is None or not _FLOW_KEY.fullmatch(key.value)
+                    or val is None or val.kind not in ("plain", "single", "double")):
                 continue
-            vcol = a + m.end()
-            vend = b
-            while vend > vcol and text[vend - 1] in " \t":
-                vend -= 1
-            raw = text[vcol:vend]
-            if raw[:1] in "\"'" and len(raw) >= 2 and raw[-1] == raw[0]:
-                value: str | None = raw[1:-1]
-            elif raw[:1] in "\"'[{":
-                continue
-            else:
-                value = raw
+            value = val.value
             if value is not None and ("\\" in value or "$" in value):
                 value = None
-            self.sink.env(EnvAssign(m.group(1), self.abs(line, a + m.start(1)), value, raw,
-                                    self.abs(line, vcol)))
+            self.sink.env(EnvAssign(key.value, key.start, value, self.text[val.start : val.end], val.start))
 
     def flow_pair(self, line: _Line) -> bool:
         """``- {name: X, value: "Y"}``."""
-        m = _FLOW_PAIR.fullmatch(line.text, line.value.start, line.value.end
-                                 if line.value.kind != "map" else _code_end(line.text))
-        if m is None:
+        node = self.flow_at(line, "flow_mapping")
+        if node is None:
             return False
-        raw_name = m.group(1)
-        q = 1 if raw_name[:1] in "\"'" else 0
-        name = raw_name[q : len(raw_name) - q]
-        raw_value = m.group(2)
-        value = raw_value[1:-1] if raw_value[:1] in "\"'" else raw_value
-        if "$" in value or "\\" in value:
-            value_l: str | None = None
-        else:
-            value_l = value
-        name_start = self.abs(line, m.start(1) + q)
+        one_line = self.index.line_of(self.flows.end(node) - 1) == line.n
+        return self.k8s_flow(node, line if one_line else None)
+
+    def k8s_flow(self, node: Node, line: _Line | None) -> bool:
+        """A flow mapping ``{name: X, value: "Y"}``: ``line`` is its line when it is alone on
+        it as a sequence item (the fixes copy or drop that line; elsewhere there are none)."""
+        pairs = {k.value: v for k, v, _ in self.flows.pairs(node) if k.kind == "plain" and k.value}
+        name_item, value_item = pairs.get("name"), pairs.get("value")
+        if (set(pairs) != {"name", "value"} or name_item is None or value_item is None
+                or name_item.value is None or value_item.kind not in ("plain", "single", "double")):
+            return False
+        name = name_item.value
+        raw_value = self.text[value_item.start : value_item.end]
+        value = value_item.value
+        if value is not None and ("$" in value or "\\" in value):
+            value = None
+        name_start = name_item.inner_start
+        end = self.flows.end(node)
 
         def add(new: str) -> list[Edit] | None:
-            rel = m.start(1) + q
-            row = line.text[:rel] + new + line.text[rel + len(name) : m.end()]
+            if line is None:
+                return None
+            rel = name_start - line.start
+            row = line.text[:rel] + new + line.text[rel + len(name) : end - line.start]
             return [self.line_insert(line.n, [row])]
 
         def remove() -> list[Edit] | None:
-            if line.dashes != 1 or self.sole_child(line, line.n):
+            if line is None or line.dashes != 1 or self.sole_child(line, line.n):
                 return None
             return [self.drop(line.n, line.n)]
 
-        self.sink.env(EnvAssign(name, name_start, value_l, raw_value, self.abs(line, m.start(2)),
-                                None, add, remove))
+        self.sink.env(EnvAssign(name, name_start, value, raw_value, value_item.start, None, add, remove))
         return True
 
     def k8s_item(self, first: _Line) -> None:
