@@ -4,11 +4,15 @@ out of libcst's tree, and leaving them out changes no finding, label, position o
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from ncclx_migrate._migrate._files import _notebook, scan
 from ncclx_migrate._migrate._model import Options
+from tests.conftest import ncclx_exe, on_a_terminal
 
 
 def _nb(sources: list[str]) -> str:
@@ -79,3 +83,15 @@ def test_only_cells_linked_to_a_rule_word_are_kept() -> None:
     assert {"x0 = 0", "grp = pg", "alias = grp", "import os"} <= kept
     assert not any(k.startswith("a") and "_" in k for k in kept)  # no island: print() and len() link nothing
     assert {"a1_0 = 0", "a4_29 = 29"} <= _kept(SOURCES)  # once `len` is rebound, every cell calling it counts
+
+
+def test_a_long_notebook_shows_its_own_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    # 6,000 cells: a scan of well over the quarter second before a file's own count shows
+    (tmp_path / "big.ipynb").write_text(_nb(["import torch.distributed as dist\n", *_islands(0, 6000)]))
+    run = on_a_terminal("migrate", "big.ipynb", terminal=("stderr",), cwd=tmp_path)
+    assert run.returncode == 0, run.terminal
+    assert re.search(r"\rncclx migrate: big\.ipynb: [\d,]+/6,001 code cells(?: read|: names linked)", run.terminal), run.terminal
+    assert "the Python rules on 1 of 6,001 Python cells" in run.terminal
+    assert run.terminal.endswith("\r"), "the line is cleared at the end"
+    piped = subprocess.run([ncclx_exe(), "migrate", "big.ipynb"], capture_output=True, text=True, cwd=tmp_path)
+    assert piped.returncode == 0 and "cells" not in piped.stderr

@@ -21,6 +21,7 @@ import builtins
 import json
 import re
 import symtable
+from array import array
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -28,6 +29,7 @@ from ..._envvars import ENV_VARS
 from .._cited import recite
 from .._lines import Alignment, align, line_map_edits, lines_of
 from .._model import CellPosition, FileResult, Finding, FixKind, Options
+from .._progress import step
 from ._checks import Collector, EnvAssign
 from ._json_spans import ALL, JsonError, Node, parse
 from ._shell import Ctx, scan_shell_range
@@ -273,23 +275,22 @@ class _Linked:
         return {k for k in range(len(self.parent)) if self._find(k) in roots}
 
 
-def _python_together(cells: list[_Cell], path: str, options: Options, keep: set[int] | None = None) -> bool:
+def _python_together(run: list[_Cell | None], path: str, options: Options) -> bool:
     """Run the codemod once over every code cell, as the kernel sees them: one namespace,
-    so `import torch.distributed as dist` in one cell resolves `dist` in the next.  A run
-    of cells not in ``keep`` (:class:`_Linked`) stands in the module as one ``pass``."""
+    so `import torch.distributed as dist` in one cell resolves `dist` in the next.  A None
+    in ``run`` is a run of cells left out (:class:`_Linked`): it stands as one ``pass``."""
     from .._python import transform_source
 
     parts: list[str] = []
     starts: list[tuple[int, _Cell]] = []  # (first line of the cell in the module, cell)
     line = 1
-    left_out: list[_Cell] = []
-    for cell in cells:
-        if keep is not None and cell.n not in keep:
-            if not left_out or parts[-1] != _GAP:
-                parts.append(_GAP)
-                line += 2
-            left_out.append(cell)
+    cells: list[_Cell] = []
+    for cell in run:
+        if cell is None:
+            parts.append(_GAP)
+            line += 2
             continue
+        cells.append(cell)
         text = cell.py_text if cell.py_text.endswith("\n") else cell.py_text + "\n"
         parts.append(f"# ncclx-cell-{cell.n}\n{text}")
         starts.append((line + 1, cell))
@@ -311,11 +312,8 @@ def _python_together(cells: list[_Cell], path: str, options: Options, keep: set[
             return False  # something was inserted above the first cell marker
         else:
             current.append(row)
-    cells = [c for c in cells if keep is None or c.n in keep]
     if sorted(new_parts) != sorted(c.n for c in cells) or any(r.strip() != "pass" for r in gap):
         return False  # (a fix changed a stand-in: the cells are run one by one instead)
-    for c in left_out:
-        _finish(c, None, [])
     new_py = {c.n: _rejoin(c, new_parts[c.n]) for c in cells}
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
 
@@ -414,16 +412,17 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
-def _drop_cells(text: str, cells: Node, gone: set[int]) -> list[Edit]:
-    """Edits that take the ``gone`` items out of the ``cells`` list with their separators."""
-    items = cells.items
+def _drop_cells(spans: array[int], gone: set[int]) -> list[Edit]:
+    """Edits that take the ``gone`` cells out of the ``cells`` list with their separators
+    (``spans``: the start and end offset of each cell, one after the other)."""
+    count = len(spans) // 2
     if not gone:
         return []
-    if len(gone) == len(items):
-        return [Edit(items[0].start, items[-1].end, "")]
-    first_kept = min(k for k in range(len(items)) if k not in gone)
+    if len(gone) == count:
+        return [Edit(spans[0], spans[-1], "")]
+    first_kept = min(k for k in range(count) if k not in gone)
     # Before the first kept cell: from a cell to the next; after it: from the previous cell's end.
-    return [Edit(items[k].start, items[k + 1].start, "") if k < first_kept else Edit(items[k - 1].end, items[k].end, "")
+    return [Edit(spans[2 * k], spans[2 * k + 2], "") if k < first_kept else Edit(spans[2 * k - 1], spans[2 * k + 1], "")
             for k in sorted(gone)]
 
 
@@ -446,8 +445,12 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     cells = root.members.get("cells")
     if cells is None or text[cells.start] != "[":
         return FileResult(path, error="not a notebook: no top-level 'cells' list")
+    del root
     index = LineIndex(text)
     code: list[_Cell] = []
+    # Where each cell is (for cells a fix empties): the cells' nodes go once each code cell's
+    # source is taken.
+    spans = array("q", (x for cell in cells.items for x in (cell.start, cell.end)))
     for n, cell in enumerate(cells.items, 1):
         kind = cell.members.get("cell_type")
         src = cell.members.get("source")
@@ -460,16 +463,21 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         else:
             continue
         code.append(_Cell(n, src, source, item=n - 1))
+    del cells
     # A current env name written in any code cell counts as set (the kernel shares one
     # environment), so a replacement added by a fix is seen by every later run.
     everything = "\n".join(c.source for c in code)
     known = frozenset(r.replacement for r in ENV_VARS
                       if r.replacement and re.search(rf"\b{r.replacement}\b", everything))
-    for c in code:
+    for k, c in enumerate(code):
         _prepare(c, path, options, known)
+        if k % 256 == 0:
+            step(k, len(code), "code cells read")
     python: list[_Cell] = []
     linked = _Linked()
-    for c in code:
+    for k, c in enumerate(code):
+        if k % 256 == 0:
+            step(k, len(code), "code cells: names linked")
         if c.shell or c.skip:
             continue
         found = _names_if_parses(c.py_text) if c.py_text.strip() else None
@@ -479,11 +487,24 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             python.append(c)
             linked.add(c.py_text, *found)
     keep = {python[k].n for k in linked.needed()}
-    del linked
-    if python and not _python_together(python, path, options, keep):
-        for c in python:
+    del linked, everything
+    run: list[_Cell | None] = []  # the cells kept, None for each run of cells left out
+    for c in python:
+        if c.n in keep:
+            run.append(c)
+        else:
+            _finish(c, None, [])  # (only its IPython lines can change)
+            if not run or run[-1] is not None:
+                run.append(None)
+    kept = [c for c in run if c is not None]
+    step(0, 0, f"the Python rules on {len(kept):,} of {len(python):,} Python cells (the others share no name with them)")
+    # What is left of a cell with no finding and no change is its place (spans, below).
+    code = [c for c in code if c.n in keep or c.findings or c.new_source is not None]
+    del python
+    if kept and not _python_together(run, path, options):
+        for c in kept:
             c.findings = [f for found, _ in c.magic.values() for f in found]
-        _python_each(python, path, options)
+        _python_each(kept, path, options)
     findings: list[Finding] = []
     edits: list[Edit] = []
     gone: set[int] = set()
@@ -506,7 +527,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             gone.add(c.item)  # a fix removed all it held: no empty cell is left behind
         elif c.new_source is not None:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
-    edits = sorted(edits + _drop_cells(text, cells, gone), key=lambda e: e.start)
+    edits = sorted(edits + _drop_cells(spans, gone), key=lambda e: e.start)
     new_text = apply_edits(text, edits) if edits else None
     if new_text is not None and new_text != text and move:
         in_file = line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
