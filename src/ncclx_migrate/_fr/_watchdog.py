@@ -456,7 +456,10 @@ class HangDump:
             self._next_request += 1
             if req.get("rank") == self._rank(dist) or time.monotonic() - self._last_dump < self.seconds:
                 continue  # our own request, or we dumped for this hang already
-            reason = f"rank {req.get('rank')} asked: {req.get('reason', '')}"
+            from .._shown import shown  # (not at import: pathlib; see above)
+
+            # another rank's text: its control characters shown, never sent to this terminal
+            reason = f"rank {shown(req.get('rank'))} asked: {shown(req.get('reason', ''))}"
             self._dump(dist, "peer-request", reason, primary=req.get("recorder"))
 
     def _request_peers(self, dist: Any, req: dict[str, Any]) -> None:
