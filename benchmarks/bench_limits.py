@@ -1,12 +1,14 @@
 """Peak memory and time of ``ncclx migrate --write`` on inputs at the resource bounds (issues 18, 25).
 
-    python benchmarks/bench_limits.py [--python-mb MB] [--cells N] [--env-mb MB] [--functions N]
+    python benchmarks/bench_limits.py [--python-mb MB] [--cells N] [--big-cells N] [--env-mb MB] [--functions N] [--only KIND]
 
-Three generated inputs, each fixed by one ``ncclx migrate --write`` in a subprocess whose peak
-RSS (from wait4) and wall time are printed with the ratio of peak memory to the file size:
-(1) a Python file at the default parse limit with a get_backend() == "nccl" fix every 4.7 KB
+Generated inputs, each reported and then fixed by one ``ncclx migrate --write`` in a subprocess
+whose peak RSS (from wait4) and wall time are printed with the ratio of peak memory to the file
+size: (1) a Python file at the default parse limit with a get_backend() == "nccl" fix every 4.7 KB
 (the density of the issue's 7.8 MB file: 1,670 matches); (2) a notebook of N small code
-cells, 1 in 100 with a fix; (3) a .env file of MB megabytes, one NCCL setting every 100 lines.
+cells, 1 in 100 with a fix, and the same with 60,000 cells without spaces (7.7 MB, under the
+8 MB read limit: issue 37 §5); (3) a .env file of MB megabytes, one NCCL setting every 100 lines.
+``--only notebook`` runs one input.
 CPU time is printed beside the wall time (on a loaded machine, what an idle one would take).
 The subprocess's baseline (``ncclx migrate`` on an empty file: interpreter, imports) is
 printed too, and subtracted in the ratio.
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ncclx_migrate._migrate._runner import DEFAULT_MAX_PYTHON_MB
@@ -59,7 +62,9 @@ def functions(n: int, fixes: int) -> str:
     return "".join(out)
 
 
-def notebook(cells: int, every: int = 100) -> str:
+def notebook(cells: int, every: int = 100, compact: bool = False) -> str:
+    """``cells`` small code cells, 1 in ``every`` with a fix; ``compact``: JSON without
+    spaces (60,000 cells in 7.7 MB, under the 8 MB read limit: the issue 37 notebook)."""
     def cell(i: int) -> dict[str, object]:
         src = ["import torch.distributed as dist\n", "def uses_nccl(pg):\n", '    return dist.get_backend(pg) == "nccl"']
         if i % every:
@@ -67,7 +72,7 @@ def notebook(cells: int, every: int = 100) -> str:
         return {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
                 "source": src}
     doc = {"cells": [cell(i) for i in range(cells)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    return json.dumps(doc, indent=1) + "\n"
+    return (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=1)) + "\n"
 
 
 def env_file(size: int) -> str:
@@ -92,12 +97,14 @@ print((out.strip().splitlines() or [""])[-1])
 """
 
 
-def measure(path: Path, *extra: str) -> tuple[float, float, int, str]:
+def measure(path: Path, *extra: str, write: bool = True) -> tuple[float, float, int, str]:
     """(wall seconds, CPU seconds, peak RSS in bytes, last line of output) of ``ncclx migrate
-    --write PATH``.  On a loaded machine the CPU time is what an idle one would take."""
+    --write PATH`` (without ``--write``: the report).  On a loaded machine the CPU time is what
+    an idle one would take."""
     ncclx = shutil.which("ncclx", path=os.path.dirname(sys.executable)) or "ncclx"
     start = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", _PEAK, ncclx, "migrate", "--write", "-q", *extra, path.name],
+    how = ["--write"] if write else []
+    out = subprocess.run([sys.executable, "-c", _PEAK, ncclx, "migrate", *how, "-q", *extra, path.name],
                          cwd=path.parent, capture_output=True, text=True, check=True).stdout
     usage, last = out.split("\n", 1)
     peak, cpu = usage.split()
@@ -110,7 +117,9 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=10_000)
     ap.add_argument("--env-mb", type=float, default=50)
     ap.add_argument("--functions", type=int, default=10_000)
+    ap.add_argument("--big-cells", type=int, default=60_000, help="cells of the compact notebook")
     ap.add_argument("--only-growth", action="store_true", help="only the functions module and the growth")
+    ap.add_argument("--only", choices=["python", "notebook", ".env"], help="only this input, report and --write")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as d:
@@ -118,15 +127,24 @@ def main() -> None:
         (root / "empty.py").write_text("")
         _, _, base, _ = measure(root / "empty.py")
         print(f"baseline (empty file): {base / 2**20:.0f} MB")
-        cases = [("python", "big.py", python_file(int(args.python_mb * 2**20)), ()),
-                 ("notebook", "big.ipynb", notebook(args.cells), ()),
-                 (".env", "big.env", env_file(int(args.env_mb * 2**20)), ("--max-file-size", str(args.env_mb + 1)))]
-        for name, file, text, extra in [] if args.only_growth else cases:
-            (root / file).write_text(text)
+        cases: list[tuple[str, str, Callable[[], str], tuple[str, ...]]] = [
+                 ("python", "big.py", lambda: python_file(int(args.python_mb * 2**20)), ()),
+                 ("notebook", "big.ipynb", lambda: notebook(args.cells), ()),
+                 ("notebook", "compact.ipynb", lambda: notebook(args.big_cells, compact=True), ()),
+                 (".env", "big.env", lambda: env_file(int(args.env_mb * 2**20)), ("--max-file-size", str(args.env_mb + 1)))]
+        for name, file, make, extra in [] if args.only_growth else cases:
+            if args.only and name != args.only:
+                continue
+            text = make()
             size = len(text.encode())
-            secs, cpu, peak, last = measure(root / file, *extra)
-            print(f"{name:9} {size / 2**20:6.2f} MB  {secs:6.1f} s ({cpu:5.1f} s CPU)  peak {peak / 2**20:6.0f} MB  "
-                  f"(peak - baseline) / size = {(peak - base) / size:5.1f}x  | {last}")
+            # The report first (the file as generated), then --write (which fixes it).
+            for how, write in (("report", False), ("--write", True)):
+                (root / file).write_text(text)
+                secs, cpu, peak, last = measure(root / file, *extra, write=write)
+                print(f"{name:9} {how:8} {size / 2**20:6.2f} MB  {secs:6.1f} s ({cpu:5.1f} s CPU)  peak "
+                      f"{peak / 2**20:6.0f} MB  (peak - baseline) / size = {(peak - base) / size:5.1f}x  | {last}")
+        if args.only:
+            return
         _, base_cpu, _, _ = measure(root / "empty.py")
         n = args.functions
         print(f"baseline CPU (empty file): {base_cpu:.2f} s")

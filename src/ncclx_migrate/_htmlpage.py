@@ -16,18 +16,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ._shown import JS_CONTROLS, json_shown, shown_page
 from ._words import count
 
 __all__ = ["count", "embed_json", "esc", "page", "ranges", "rank_text", "spans", "write_atomic"]
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for the page: its control characters shown as repr writes them (another machine's
+    text may hold escape sequences, _shown), then HTML-escaped."""
+    return html.escape(shown_page(text), quote=True)
 
 
 def embed_json(obj: Any) -> str:
-    """JSON that is safe inside <script>: no '<', '>' or '&' can close the element."""
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """JSON that is safe inside <script>: no '<', '>' or '&' can close the element, and no
+    control character is in the file raw (the script's esc() shows them)."""
+    text = json_shown(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -115,7 +119,8 @@ footer{color:var(--mute);font-size:11.5px;padding:0 24px 16px}
 # drawGrid(el, spec, onPick): spec = {cols: [{label, tip, hl}], rows: [{label, tip, cells: [code],
 # marks: [colIndex], flag}], names: {code: "state in words"}}; onPick(rowIndex, pinned).
 _JS = r"""
-function esc(s){return String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]))}
+function esc(s){return String(s).replace(/@CONTROLS@/g,c=>{const n=c.charCodeAt(0);return c==="\r"?"\\r":n<256?"\\x"+n.toString(16).padStart(2,"0"):"\\u"+n.toString(16).padStart(4,"0")})
+  .replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]))}
 function clip(s,n){s=String(s);return s.length>n?s.slice(0,n-1)+"\u2026":s}
 function drawGrid(el,spec,onPick){
   const cw=24,ch=22,lw=spec.labelWidth||300,hh=spec.headHeight||84,cols=spec.cols,rows=spec.rows;
@@ -149,6 +154,7 @@ function drawGrid(el,spec,onPick){
 function fromSpans(sp){const o=[];for(const [a,b] of sp)for(let r=a;r<=b;r++)o.push(r);return o}
 function legend(el,items){el.innerHTML=items.map(([k,t])=>`<span><svg width="14" height="14"><defs><pattern id="hl${k}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#c9ccd2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7b808a" stroke-width="2.5"/></pattern></defs><rect class="c-${k}" width="14" height="14" rx="3" ${k==="nd"||k==="none"?`style="fill:url(#hl${k})"`:""}/></svg>${esc(t)}</span>`).join("")}
 """
+_JS = _JS.replace("@CONTROLS@", JS_CONTROLS)  # (the class _shown escapes, bar newlines and tabs)
 
 
 def write_atomic(path: Path, text: str) -> None:

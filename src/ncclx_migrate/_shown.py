@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["json_shown", "shown", "shown_lines"]
+__all__ = ["JS_CONTROLS", "json_shown", "shown", "shown_lines", "shown_page"]
 
 # Besides C0: DEL and the C1 controls, the line and paragraph separators, and the bidirectional
 # controls (they reorder what follows on screen); and lone surrogates (a name that was not UTF-8).
@@ -23,6 +23,10 @@ _DEL_C1_LAYOUT = "\x7f-\x9f\u2028\u2029\u200e\u200f\u061c\u202a-\u202e\u2066-\u2
 _ANY = re.compile(f"[\x00-\x1f{_DEL_C1_LAYOUT}\ud800-\udfff]")
 _BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_DEL_C1_LAYOUT}\ud800-\udfff]")
 _JSON_RAW = re.compile(f"[{_DEL_C1_LAYOUT}]")  # what json.dumps(ensure_ascii=False) leaves raw
+_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f{_DEL_C1_LAYOUT}\ud800-\udfff]")  # a page keeps \n and \t
+# The same class for a page's script, which shows the text its data holds (_htmlpage's esc()).
+JS_CONTROLS = "[\\x00-\\x08\\x0b-\\x1f" + "".join(
+    c if c == "-" else f"\\u{ord(c):04x}" for c in _DEL_C1_LAYOUT) + "]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -58,3 +62,10 @@ def json_shown(text: str) -> str:
     C1, the separators and bidi controls) written as ``\\u`` escapes: the same data, safe on a
     terminal.  Outside strings JSON text is ASCII, so every such character is inside one."""
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) if _JSON_RAW.search(text) else text
+
+
+def shown_page(value: object) -> str:
+    """``value`` for an HTML page: every control character escaped but newlines and tabs (a
+    page lays those out); html.escape comes after."""
+    text = _text(value)
+    return _BUT_LAYOUT.sub(_escape, text) if _BUT_LAYOUT.search(text) else text

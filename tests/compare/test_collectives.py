@@ -7,17 +7,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ncclx_migrate._doctor._probe import free_port
 from ncclx_migrate._torch.probe import installed_torch_version
 from ncclx_migrate._torch.releases import release_of
 
-from ..conftest import ncclx_exe, once, run_ncclx, torch_python
+from ..conftest import once, run_ncclx, torch_python
 
 # Each run starts torch processes (one interpreter per arm).  They run on torch 2.15 only: the
 # `torch` tests run again on 2.13 and 2.14 (scripts/test.sh), and the test backend needs
@@ -127,28 +125,6 @@ def test_a_rank_that_hangs_is_killed_and_named_with_its_collective() -> None:
     assert "2 dumps from ranks 0 and 1" in fr["text"] and "never completed" in fr["text"]
     assert sorted(os.listdir(fr["folder"])) == ["rank_0", "rank_1"]  # kept as evidence
     shutil.rmtree(report["kept"])
-
-
-@_heavy
-def test_cluster_mode_one_rank_per_task_rank_0_reports() -> None:
-    """As srun starts it: every task runs the command with RANK/WORLD_SIZE/MASTER_*; rank 0
-    hosts the store and writes the report, the others print nothing."""
-    port = str(free_port())
-    procs = [subprocess.Popen(
-        [ncclx_exe(), "compare", "--cluster", "--arm", "gloo", "--arm", "gloo", "--sizes", "4K", "--warmup", "1",
-         "--iters", "2", "--collectives", "all_reduce_sum,sendrecv", "--dtypes", "int32", "--threshold", "1000000000", "--format", "json"],
-        env={**os.environ, "PYTHONPATH": SRC, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
-             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True) for r in (0, 1)]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
-    assert outs[1][0] == ""
-    report = json.loads(outs[0][0])
-    assert report["world"] == 2
-    assert report["verdict"].startswith(
-        "the arms agree: 2 cases correct in both, no slowdown beyond 1000000000% demonstrated")
-    assert [(row["collective"], [a["check"] for a in row["arms"]]) for row in report["rows"]] == [
-        ("all_reduce_sum", ["ok", "ok"]), ("sendrecv", ["ok", "ok"])]
 
 
 @pytest.mark.parametrize(("args", "message"), [

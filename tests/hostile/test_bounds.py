@@ -67,3 +67,15 @@ def test_a_large_env_file_stays_within_ten_times_its_size(tmp_path: Path) -> Non
     peak, out = _peak_rss(["migrate", "--format", "json", "big.env"], tmp_path)
     assert len(json.loads(out)["findings"]) > 700
     assert peak - base < 10 * (2 << 20), f"{(peak - base) / 2**20:.0f} MB over the baseline for a 2 MB file"
+
+
+def test_a_notebook_of_many_small_cells_stays_within_a_small_multiple_of_its_size(tmp_path: Path) -> None:
+    # 12,000 cells in 1.5 MB, 1 in 100 with a fix (issue 37 §5): 230x its size before, when every
+    # cell went through libcst and every JSON value had a node.
+    (tmp_path / "tiny.ipynb").write_text(notebook(2, compact=True))
+    (tmp_path / "big.ipynb").write_text(notebook(12_000, compact=True))
+    size = (tmp_path / "big.ipynb").stat().st_size
+    base, _ = _peak_rss(["migrate", "--format", "json", "tiny.ipynb"], tmp_path)
+    peak, out = _peak_rss(["migrate", "--format", "json", "big.ipynb"], tmp_path)
+    assert len(json.loads(out)["findings"]) == 120
+    assert peak - base < 40 * size, f"{(peak - base) / size:.0f}x the size of a {size / 2**20:.1f} MB notebook"

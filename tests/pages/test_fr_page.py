@@ -11,6 +11,7 @@ import pytest
 from ncclx_migrate._fr._html import render_page, write_page
 
 from ..conftest import run_ncclx
+from ..report.test_other_machines_text import EVIL, RAW, SHOWN
 from . import synthetic
 
 browser = pytest.mark.browser
@@ -63,7 +64,7 @@ def test_a_1024_rank_page_is_small_and_collapses_ranks_into_ranges() -> None:
 
 def _hostile_report() -> dict[str, Any]:
     report = synthetic.report(4, culprit=1)
-    evil = "</script><script>alert('x')</script><img src=x onerror=alert(1)>"
+    evil = "</script><script>alert('x')</script><img src=x onerror=alert(1)>" + EVIL
     report["groups"][0]["group"] = evil
     report["groups"][0]["per_rank"]["0"]["last_entries"][0]["frames"][1]["name"] = evil  # a user frame: shown
     return report
@@ -72,6 +73,8 @@ def _hostile_report() -> dict[str, Any]:
 def test_text_from_dumps_cannot_inject_markup_or_script(tmp_path: Path) -> None:
     text = render_page(_hostile_report())
     assert "<script>alert" not in text and "<img src=x" not in text
+    for raw in RAW:  # (issue 37 §6: no control character in the page as written, C1 included)
+        assert raw not in text, raw
 
 
 @browser
@@ -154,7 +157,9 @@ def test_hostile_text_stays_text_in_the_browser(tmp_path: Path, open_page: Any) 
     write_page(page_file, _hostile_report())
     opened = open_page(page_file)
     opened.page.locator("#grid-0 .row").first.click()
-    assert "</script><script>alert('x')</script>" in opened.page.locator("#detail-0").inner_text()
+    detail = opened.page.locator("#detail-0").inner_text()
+    assert "</script><script>alert('x')</script>" in detail
+    assert SHOWN in detail and not any(raw in detail for raw in RAW)  # shown as repr writes it
     opened.offline_and_clean()  # no dialog opened, no request for "x"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,3 +175,38 @@ def test_the_pre_commit_pin_is_a_commit_of_this_repository() -> None:
             assert re.fullmatch(r"[0-9a-f]{40}", rev), (page, rev)
             ok = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"], timeout=30)
             assert ok.returncode == 0, (page, rev)
+
+
+@pytest.mark.slow  # ~10 CPU s and 1-2 min: pre-commit builds the hook's virtualenv from the pinned commit
+def test_pre_commit_runs_the_snippet_from_a_clone(tmp_path: Path) -> None:
+    """fleet.md's `.pre-commit-config.yaml` as written, the repository URL pointing at a clone of
+    this one: pre-commit checks out the pinned `rev:`, installs the hook and runs it (issue 37 §3)."""
+    pre_commit = shutil.which("pre-commit", path=str(Path(sys.executable).parent))
+    if pre_commit is None:
+        pytest.skip("pre-commit is not installed in this venv (pip install pre-commit: the test extra has it)")
+    clone = tmp_path / "ncclx-migrate"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    (snippet,) = blocks("yaml pre-commit")
+    assert "https://github.com/<org>/ncclx-migrate" in snippet
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".pre-commit-config.yaml").write_text(snippet.replace("https://github.com/<org>/ncclx-migrate",
+                                                                      str(clone)))
+    (project / "old.py").write_text(NEW_FINDING)
+    quiet = {k: v for k, v in env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}  # the hook's own ncclx
+    setup = ("git init -q && ncclx migrate --baseline .ncclx-baseline.json --update-baseline -q . ; "
+             "git add -A && git commit -qm baseline")
+    assert subprocess.run(["bash", "-c", setup], cwd=project, env=quiet, timeout=120).returncode == 0
+
+    def hook(*files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([pre_commit, "run", "--files", *files], cwd=project, capture_output=True, text=True,
+                              timeout=900, env={**quiet, "PRE_COMMIT_HOME": str(tmp_path / "cache")})
+
+    known = hook("old.py")  # the baseline's finding: no new one
+    assert known.returncode == 0, known.stdout + known.stderr
+    assert re.search(r"ncclx migrate \(legacy NCCL toggles and nccl2 hazards\)\.+Passed", known.stdout), known.stdout
+    (project / "new.py").write_text(NEW_FINDING)
+    subprocess.run(["git", "add", "new.py"], cwd=project, check=True, env=quiet)
+    new = hook("new.py")
+    assert new.returncode == 1, new.stdout + new.stderr
+    assert "Failed" in new.stdout and "new.py:1:" in new.stdout and "NCX101" in new.stdout, new.stdout

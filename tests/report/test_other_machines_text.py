@@ -54,3 +54,15 @@ def test_report_json_keeps_the_text_as_data(fleet: tuple[Path, dict[str, Any]], 
         assert raw not in run.terminal
     doc = json.loads(run.terminal)
     assert doc["repositories"][0]["name"] == "alpha" + EVIL
+
+
+def test_report_page_holds_no_control_character(fleet: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """The page's data carries the sequences as JSON escapes (C1 too), which the page's script
+    shows as repr writes them (the script is the fr page's: tests/pages/test_fr_page.py)."""
+    inputs = _hostile_fleet(fleet, tmp_path / "in")
+    run = on_a_terminal("report", str(inputs), "--html", str(tmp_path / "page.html"), terminal=("stderr",))
+    assert run.returncode == 0, run.terminal
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    for raw in RAW:
+        assert raw not in page, raw
+    assert "alpha\\u001b]0;pwned\\u0007" in page and "\\u009b31m\\u0090dcs" in page  # JSON escapes

@@ -20,6 +20,10 @@ How it works (one daemon thread per process, nothing on the training thread):
   rank's thread polls that key, so ranks that never entered the collective dump too.
 * An uncaught exception in the main thread while a group is live (e.g. gloo's
   ``Connection reset by peer`` when a peer died) also dumps and asks the peers.
+* SIGTERM (Slurm's time limit, ``scancel``, a launcher stopping the job) dumps this rank
+  before the process ends as SIGTERM ends it.  A rank in a hang is blocked inside a
+  collective, where no Python signal handler runs, so the signal is read on this thread
+  from ``signal.set_wakeup_fd`` (:class:`_Term`).
 
 Nothing here raises into training code; failures are printed once to stderr.
 """
@@ -106,6 +110,96 @@ def _python_stacks() -> tuple[str, dict[str, list[list[object]]]]:
     return _user_frame(frames.get(main) if main is not None else None), stacks
 
 
+class _Term:
+    """SIGTERM, seen on the watchdog thread.  Python runs a signal handler only on the main
+    thread and only between bytecodes: the main thread of a hung rank is inside a C++ wait,
+    so the handler waits as long as the hang.  ``signal.set_wakeup_fd`` makes C's handler
+    write the signal's number to a pipe at once; the watchdog thread reads it.
+
+    Installed only from the main thread, where SIGTERM has its default action (a handler of
+    the program's own is called after the dump; SIGTERM ignored stays ignored) and no other
+    wakeup fd is set (asyncio's)."""
+
+    def __init__(self, read_fd: int, write_fd: int, previous: Any) -> None:
+        self.read_fd, self.write_fd, self.previous = read_fd, write_fd, previous
+        self.done = threading.Event()  # the dump on SIGTERM is written (or was not needed)
+        self.closed = False
+
+    @staticmethod
+    def install(watchdog: HangDump) -> _Term | None:
+        import signal
+
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous in (signal.SIG_IGN, None):
+            return None
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        try:
+            other = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except ValueError:
+            other = -2
+        if other != -1:  # someone else's (asyncio), or not possible here
+            if other >= 0:
+                signal.set_wakeup_fd(other)
+            os.close(read_fd)
+            os.close(write_fd)
+            return None
+        term = _Term(read_fd, write_fd, previous)
+        signal.signal(signal.SIGTERM, lambda signum, frame: term.on_main_thread(watchdog, signum, frame))
+        # A forked child has no watchdog thread, and must not write its signals to this pipe.
+        os.register_at_fork(after_in_child=term.close)
+        return term
+
+    def on_main_thread(self, watchdog: HangDump, signum: int, frame: FrameType | None) -> None:
+        """The Python handler, when the main thread gets to run it: the watchdog thread
+        dumps (bounded wait), then the program's own handler runs, or the process ends."""
+        if watchdog.running:
+            self.done.wait(timeout=60)
+        if callable(self.previous):
+            self.previous(signum, frame)
+        else:
+            _end_as_sigterm()
+
+    def close(self) -> None:
+        import signal
+
+        if self.closed or threading.current_thread() is not threading.main_thread():
+            return  # (off the main thread the handler stays: it ends the process as SIGTERM would)
+        self.closed = True
+        other = signal.set_wakeup_fd(-1)
+        if other not in (self.write_fd, -1):  # set since by someone else: theirs stays
+            signal.set_wakeup_fd(other)
+        if signal.getsignal(signal.SIGTERM) is not self.previous:
+            signal.signal(signal.SIGTERM, self.previous)
+        for fd in (self.read_fd, self.write_fd):
+            os.close(fd)
+
+
+def _end_as_sigterm() -> None:
+    """End the process as SIGTERM's default action does (killed by signal 15, exit 143 in a
+    shell), from any thread: the C disposition is reset (Python's signal.signal works only on
+    the main thread), then the signal is sent again."""
+    import signal
+
+    try:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        else:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal.restype = ctypes.c_void_p
+            libc.signal(int(signal.SIGTERM), ctypes.c_void_p(0))  # SIG_DFL
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the signal ends the process before this returns
+    finally:
+        os._exit(128 + int(signal.SIGTERM))
+
+
 class _Pending:
     __slots__ = ("done", "fired", "since")
 
@@ -134,6 +228,7 @@ class HangDump:
         self._poll_error: str | None = None
         self._prev_hook: Any = None
         self._dump_lock = threading.Lock()
+        self._term: _Term | None = None
 
     def __repr__(self) -> str:
         return (f"HangDump(seconds={self.seconds!r}, stack_traces={self.stack_traces!r}, "
@@ -141,6 +236,7 @@ class HangDump:
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
+        self._term = _Term.install(self)
         self._thread = threading.Thread(target=self._run, name="ncclx-hang-dump", daemon=True)
         self._thread.start()
         self._prev_hook = sys.excepthook
@@ -168,6 +264,9 @@ class HangDump:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+        if self._term is not None:
+            self._term.close()
+            self._term = None
         with _lock:
             if _active is self:
                 _active = None
@@ -217,7 +316,7 @@ class HangDump:
 
     # --- the loop ------------------------------------------------------------------
     def _run(self) -> None:
-        while not self._stop.wait(self.poll):
+        while not self._wait(self.poll):
             dist = self._dist()
             if dist is None:
                 continue
@@ -228,7 +327,46 @@ class HangDump:
                 if text != self._poll_error:  # once per distinct failure, not every back-off
                     _log(text + f"; retrying every {self.seconds:g} s, quietly")
                     self._poll_error = text
-                self._stop.wait(self.seconds)
+                self._wait(self.seconds)
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless SIGTERM comes (then dump, see :class:`_Term`); True: stop."""
+        term = self._term
+        if term is None:
+            return self._stop.wait(seconds)
+        import select
+        import signal
+
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                ready, _, _ = select.select([term.read_fd], [], [], min(left, 0.5))
+                got = os.read(term.read_fd, 512) if ready else b""
+            except OSError:
+                return self._stop.wait(left)
+            if int(signal.SIGTERM) in got:
+                self._on_sigterm(term)
+        return True
+
+    def _on_sigterm(self, term: _Term) -> None:
+        dist = self._dist()
+        try:
+            if dist is None:
+                pass  # no group yet: nothing to dump
+            elif self.dumps:  # taken while the hang was in flight: it says more, and stays
+                _log(f"SIGTERM: the job is being stopped; kept {', '.join(map(str, self.dumps[:2]))}")
+            else:
+                self._dump(dist, "sigterm", "SIGTERM: the job is being stopped (Slurm's time limit, "
+                           "scancel, or the launcher)", None)
+        except Exception as exc:
+            _log(f"dump on SIGTERM failed ({type(exc).__name__}: {exc})")
+        finally:
+            term.done.set()
+        if not callable(term.previous):
+            _end_as_sigterm()  # the program's own handler, if any, runs on the main thread
 
     def _tick(self, dist: Any) -> None:
         from . import _dump
@@ -318,7 +456,10 @@ class HangDump:
             self._next_request += 1
             if req.get("rank") == self._rank(dist) or time.monotonic() - self._last_dump < self.seconds:
                 continue  # our own request, or we dumped for this hang already
-            reason = f"rank {req.get('rank')} asked: {req.get('reason', '')}"
+            from .._shown import shown  # (not at import: pathlib; see above)
+
+            # another rank's text: its control characters shown, never sent to this terminal
+            reason = f"rank {shown(req.get('rank'))} asked: {shown(req.get('reason', ''))}"
             self._dump(dist, "peer-request", reason, primary=req.get("recorder"))
 
     def _request_peers(self, dist: Any, req: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from . import _config
 from ._model import FileResult, Options
+from ._progress import Terminal, in_file
 from ._scope import context_files
 
 if TYPE_CHECKING:
@@ -435,7 +436,8 @@ def run(
         if jobs == 1 or len(todo) < 16:
             out = []
             for i, path in enumerate(todo, 1):
-                out.append(worker(path))
+                with in_file(progress, path, i - 1, len(todo)):
+                    out.append(worker(path))
                 if progress:
                     progress(i, len(todo))
             return out
@@ -601,12 +603,5 @@ def _size(path: str) -> int:
         return 0
 
 
-def _stderr_progress(done: int, total: int) -> None:
-    if done == total or done % 50 == 0:
-        sys.stderr.write(f"\rncclx migrate: {done}/{total} files")
-        if done == total:
-            sys.stderr.write("\r" + " " * 40 + "\r")
-        sys.stderr.flush()
-
-
-stderr_progress = _stderr_progress
+# The files done, and how far a long file is (_progress.step), on stderr.
+stderr_progress = Terminal()

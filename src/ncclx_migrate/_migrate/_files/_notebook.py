@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import json
 import re
+import symtable
+from array import array
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -26,8 +29,9 @@ from ..._torch.envvars import ENV_VARS
 from .._cited import recite
 from .._lines import Alignment, align, line_map_edits, lines_of
 from .._model import CellPosition, FileResult, Finding, FixKind, Options
+from .._progress import step
 from ._checks import Collector, EnvAssign
-from ._json_spans import JsonError, Node, parse
+from ._json_spans import ALL, JsonError, Node, parse
 from ._shell import Ctx, scan_shell_range
 from ._text import Edit, LineIndex, apply_edits
 
@@ -122,7 +126,7 @@ def _vet_bang(body: str, bang: int, fix: FixKind, edits: list[Edit]) -> tuple[Fi
     return (FixKind.UNSAFE if fix is FixKind.SAFE else fix), edits, why
 
 
-@dataclass
+@dataclass(slots=True)
 class _Cell:
     n: int  # 1-based index among all cells
     node: Node  # the `source` value
@@ -163,7 +167,7 @@ def _prepare(cell: _Cell, path: str, options: Options, known: frozenset[str]) ->
         cell.magic[k] = (found, body if new is None else new)
         cell.findings.extend(found)
         py_lines.append(f"{m.group(1)}pass  # ncclx-magic-{k}{line[len(body):]}")
-    cell.py_text = "".join(py_lines)
+    cell.py_text = "".join(py_lines) if cell.magic else source  # (no copy of a cell without IPython lines)
 
 
 def _finish(cell: _Cell, new_py: str | None, py_findings: list[Finding]) -> None:
@@ -193,18 +197,100 @@ def _finish(cell: _Cell, new_py: str | None, py_findings: list[Finding]) -> None
     cell.new_source = None if new_source == cell.source else new_source
 
 
-_CELL_MARK = re.compile(r"^# ncclx-cell-(\d+)$")
+_CELL_MARK = re.compile(r"^# ncclx-cell-(\d+|gap)$")
+_GAP = "# ncclx-cell-gap\npass\n"
+
+# A cell that holds none of these words cannot itself trigger a Python rule (they cover every
+# rule's text test, _python/_engine.PRECHECKS, and what reads names beside the binding syntax).
+_MATTERS = re.compile(
+    r"nccl|NCCL|torch|dist|cuda|device|[Bb]ackend|ProcessGroup|process_group|new_group|subgroups|ReduceOp"
+    r"|timeout|_group_|nan_check|split_count|CTA_POLICY|uid|initialized|lazy_init|synchronization|SeqNum"
+    r"|timing out|[Hh]eartbeat|watchdog|destroy|_dump_|fr_trace|Error|except|environ|getenv|putenv|import"
+    r"|globals|locals|vars|exec|eval|setattr|getattr|delattr|__dict__|builtins|ncclx"
+)
+_BUILTINS = frozenset(dir(builtins))
+_ANY = "<any>"  # the names of a cell are not known: it is kept
 
 
-def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
+def _names(table: symtable.SymbolTable, used: set[str], bound: set[str]) -> None:
+    """Every name ``table`` and the scopes in it use, and those they bind, from the
+    compiler's own symbol tables (no walk of a tree in Python)."""
+    for sym in table.get_symbols():
+        name = sym.get_name()
+        used.add(name)
+        if sym.is_assigned() or sym.is_imported() or sym.is_parameter() or sym.is_namespace():
+            bound.add(name)
+    for child in table.get_children():
+        _names(child, used, bound)
+
+
+class _Linked:
+    """Which cells the codemod must see: those that hold a word a rule looks for
+    (:data:`_MATTERS`), the first cell (the module's start: docstring, indentation, line
+    endings), and every cell that shares a name with one of them, transitively.  Any other
+    cell neither triggers a rule nor binds or reads a name that a cell which may is about, so
+    the findings and fixes are the same without it; it is only left out of libcst's tree, which
+    takes ~900x the text's size (docs/performance.md).
+
+    Cells are added one by one and joined as they share names (union-find): a cell's names
+    are not kept, so this costs a few bytes a cell and one entry a distinct name."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.seed = bytearray()
+        self.first: dict[str, int] = {}  # a name -> the first cell that used it
+        self.builtin: dict[str, list[int]] = {}  # print, len: the cells using it, joined only if one rebinds it
+        self.rebound: set[str] = set()
+
+    def add(self, text: str, used: set[str], bound: set[str]) -> int:
+        k = len(self.parent)
+        self.parent.append(k)
+        self.seed.append(k == 0 or _ANY in used or _MATTERS.search(text) is not None)
+        self.rebound |= bound & _BUILTINS
+        for name in used:
+            if name in _BUILTINS:
+                self.builtin.setdefault(name, []).append(k)
+            else:
+                self._join(k, self.first.setdefault(name, k))
+        return k
+
+    def _find(self, k: int) -> int:
+        parent = self.parent
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def _join(self, a: int, b: int) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def needed(self) -> set[int]:
+        """The cells (by the number :meth:`add` gave) to keep."""
+        for name in self.rebound:
+            for k in self.builtin.get(name, ()):
+                self._join(k, self.builtin[name][0])
+        roots = {self._find(k) for k in range(len(self.parent)) if self.seed[k]}
+        return {k for k in range(len(self.parent)) if self._find(k) in roots}
+
+
+def _python_together(run: list[_Cell | None], path: str, options: Options) -> bool:
     """Run the codemod once over every code cell, as the kernel sees them: one namespace,
-    so `import torch.distributed as dist` in one cell resolves `dist` in the next."""
+    so `import torch.distributed as dist` in one cell resolves `dist` in the next.  A None
+    in ``run`` is a run of cells left out (:class:`_Linked`): it stands as one ``pass``."""
     from .._python import transform_source
 
     parts: list[str] = []
     starts: list[tuple[int, _Cell]] = []  # (first line of the cell in the module, cell)
     line = 1
-    for cell in cells:
+    cells: list[_Cell] = []
+    for cell in run:
+        if cell is None:
+            parts.append(_GAP)
+            line += 2
+            continue
+        cells.append(cell)
         text = cell.py_text if cell.py_text.endswith("\n") else cell.py_text + "\n"
         parts.append(f"# ncclx-cell-{cell.n}\n{text}")
         starts.append((line + 1, cell))
@@ -217,16 +303,17 @@ def _python_together(cells: list[_Cell], path: str, options: Options) -> bool:
         return False
     new_parts: dict[int, list[str]] = {}
     current: list[str] | None = None
+    gap: list[str] = []
     for row in _lines(result.new_text if result.new_text is not None else module):
         m = _CELL_MARK.match(row.rstrip("\r\n"))
         if m is not None:
-            current = new_parts.setdefault(int(m.group(1)), [])
+            current = gap if m.group(1) == "gap" else new_parts.setdefault(int(m.group(1)), [])
         elif current is None:
             return False  # something was inserted above the first cell marker
         else:
             current.append(row)
-    if sorted(new_parts) != sorted(c.n for c in cells):
-        return False
+    if sorted(new_parts) != sorted(c.n for c in cells) or any(r.strip() != "pass" for r in gap):
+        return False  # (a fix changed a stand-in: the cells are run one by one instead)
     new_py = {c.n: _rejoin(c, new_parts[c.n]) for c in cells}
     by_cell: dict[int, list[Finding]] = {c.n: [] for c in cells}
 
@@ -264,12 +351,20 @@ def _owner(starts: list[tuple[int, _Cell]], line: int) -> tuple[int, _Cell]:
     return starts[max(k, 0)]
 
 
-def _parses(source: str) -> bool:
+def _names_if_parses(source: str) -> tuple[set[str], set[str]] | None:
+    """(the names ``source`` uses, those it binds); None when it is not Python.  A cell
+    that parses but that the symbol table refuses (``global x`` after a use) uses every name."""
+    used: set[str] = set()
+    bound: set[str] = set()
     try:
-        ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+        _names(symtable.symtable(source, "<cell>", "exec"), used, bound)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        return {_ANY}, set()
+    return used, bound
 
 
 def _python_each(cells: list[_Cell], path: str, options: Options) -> None:
@@ -317,16 +412,17 @@ def _serialize(text: str, node: Node, new_source: str) -> str:
     return json.dumps(new_source, ensure_ascii=ascii_only)
 
 
-def _drop_cells(text: str, cells: Node, gone: set[int]) -> list[Edit]:
-    """Edits that take the ``gone`` items out of the ``cells`` list with their separators."""
-    items = cells.items
+def _drop_cells(spans: array[int], gone: set[int]) -> list[Edit]:
+    """Edits that take the ``gone`` cells out of the ``cells`` list with their separators
+    (``spans``: the start and end offset of each cell, one after the other)."""
+    count = len(spans) // 2
     if not gone:
         return []
-    if len(gone) == len(items):
-        return [Edit(items[0].start, items[-1].end, "")]
-    first_kept = min(k for k in range(len(items)) if k not in gone)
+    if len(gone) == count:
+        return [Edit(spans[0], spans[-1], "")]
+    first_kept = min(k for k in range(count) if k not in gone)
     # Before the first kept cell: from a cell to the next; after it: from the previous cell's end.
-    return [Edit(items[k].start, items[k + 1].start, "") if k < first_kept else Edit(items[k - 1].end, items[k].end, "")
+    return [Edit(spans[2 * k], spans[2 * k + 2], "") if k < first_kept else Edit(spans[2 * k - 1], spans[2 * k + 1], "")
             for k in sorted(gone)]
 
 
@@ -334,19 +430,27 @@ def _line_in(moved: Alignment, n: int) -> str:
     return f"line {moved.forward(n)}"
 
 
+# What the scan reads of a notebook: outputs and metadata are stepped over, never built.
+_SHAPE = {"cells": [{"cell_type": ALL, "source": ALL}]}
+
+
 def scan_notebook(path: str, text: str, options: Options) -> FileResult:
     final = options
     # Every position is first taken in the notebook as it is; --write moves them at the end.
     options = replace(options, positions_as_given=True)
     try:
-        root = parse(text)
+        root = parse(text, _SHAPE)
     except JsonError as exc:
         return FileResult(path, error=f"not a valid notebook: invalid JSON ({exc})")
     cells = root.members.get("cells")
     if cells is None or text[cells.start] != "[":
         return FileResult(path, error="not a notebook: no top-level 'cells' list")
+    del root
     index = LineIndex(text)
     code: list[_Cell] = []
+    # Where each cell is (for cells a fix empties): the cells' nodes go once each code cell's
+    # source is taken.
+    spans = array("q", (x for cell in cells.items for x in (cell.start, cell.end)))
     for n, cell in enumerate(cells.items, 1):
         kind = cell.members.get("cell_type")
         src = cell.members.get("source")
@@ -359,24 +463,48 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
         else:
             continue
         code.append(_Cell(n, src, source, item=n - 1))
+    del cells
     # A current env name written in any code cell counts as set (the kernel shares one
     # environment), so a replacement added by a fix is seen by every later run.
     everything = "\n".join(c.source for c in code)
     known = frozenset(r.replacement for r in ENV_VARS
                       if r.replacement and re.search(rf"\b{r.replacement}\b", everything))
-    for c in code:
+    for k, c in enumerate(code):
         _prepare(c, path, options, known)
-    python = [c for c in code if not c.shell and not c.skip and c.py_text.strip()]
-    for c in code:
-        if not c.shell and not c.skip and c.py_text.strip() and not _parses(c.py_text):
-            python.remove(c)  # not Python even without its IPython lines: leave it alone
+        if k % 256 == 0:
+            step(k, len(code), "code cells read")
+    python: list[_Cell] = []
+    linked = _Linked()
+    for k, c in enumerate(code):
+        if k % 256 == 0:
+            step(k, len(code), "code cells: names linked")
+        if c.shell or c.skip:
+            continue
+        found = _names_if_parses(c.py_text) if c.py_text.strip() else None
+        if found is None:  # only IPython lines (their fixes go in place), or not Python: left alone
             _finish(c, None, [])
-        elif not c.shell and not c.skip and not c.py_text.strip():
-            _finish(c, None, [])  # only IPython lines: put their fixes in place
-    if python and not _python_together(python, path, options):
-        for c in python:
+        else:
+            python.append(c)
+            linked.add(c.py_text, *found)
+    keep = {python[k].n for k in linked.needed()}
+    del linked, everything
+    run: list[_Cell | None] = []  # the cells kept, None for each run of cells left out
+    for c in python:
+        if c.n in keep:
+            run.append(c)
+        else:
+            _finish(c, None, [])  # (only its IPython lines can change)
+            if not run or run[-1] is not None:
+                run.append(None)
+    kept = [c for c in run if c is not None]
+    step(0, 0, f"the Python rules on {len(kept):,} of {len(python):,} Python cells (the others share no name with them)")
+    # What is left of a cell with no finding and no change is its place (spans, below).
+    code = [c for c in code if c.n in keep or c.findings or c.new_source is not None]
+    del python
+    if kept and not _python_together(run, path, options):
+        for c in kept:
             c.findings = [f for found, _ in c.magic.values() for f in found]
-        _python_each(python, path, options)
+        _python_each(kept, path, options)
     findings: list[Finding] = []
     edits: list[Edit] = []
     gone: set[int] = set()
@@ -399,7 +527,7 @@ def scan_notebook(path: str, text: str, options: Options) -> FileResult:
             gone.add(c.item)  # a fix removed all it held: no empty cell is left behind
         elif c.new_source is not None:
             edits.append(Edit(c.node.start, c.node.end, _serialize(text, c.node, c.new_source)))
-    edits = sorted(edits + _drop_cells(text, cells, gone), key=lambda e: e.start)
+    edits = sorted(edits + _drop_cells(spans, gone), key=lambda e: e.start)
     new_text = apply_edits(text, edits) if edits else None
     if new_text is not None and new_text != text and move:
         in_file = line_map_edits(text, [(e.start, e.end, e.text) for e in edits])
