@@ -19,7 +19,7 @@ TOP = "ncclx_migrate"
 # A circle not listed fails, and so does a listed one that is gone (then delete its line).
 KNOWN_CIRCLES = {
     frozenset({"_migrate._cache", "_migrate._runner"}): "the cache calls the runner back (issue 32, 4)",
-    frozenset({"_migrate._baseline", "_migrate._report"}): "_cell_line, a notebook fact, is in the renderer",
+    frozenset({"_migrate._baseline", "_migrate._output"}): "_cell_line, a notebook fact, is in the renderer",
 }
 
 # What `import ncclx_migrate` may run: the public names, the import-time checks (env warnings,

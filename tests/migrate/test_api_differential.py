@@ -40,7 +40,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ncclx_migrate._migrate._model import FixKind, Options
 from ncclx_migrate._migrate._python import transform_source
-from ncclx_migrate._migrate._python._bindings import reads
+from ncclx_migrate._migrate._python._clashes import reads
 
 from .test_fixtures import CASES, FIXTURES, options_for
 

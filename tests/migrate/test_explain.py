@@ -8,7 +8,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from ncclx_migrate._migrate._mdterm import render_markdown
-from ncclx_migrate._migrate._rules import RULES, rule_doc
+from ncclx_migrate._migrate._rule_table import RULES, rule_doc
 from tests.conftest import on_a_terminal, run_ncclx
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ncclx_migrate._migrate._fixkind import FixKind
 from ncclx_migrate._migrate._model import Finding
-from ncclx_migrate._migrate._report import TextView, _summary
+from ncclx_migrate._migrate._output import TextView, _summary
 
 
 def _findings() -> list[Finding]:

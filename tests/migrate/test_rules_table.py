@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from ncclx_migrate._migrate._rules import RULES, rule_doc, rules_markdown
+from ncclx_migrate._migrate._rule_table import RULES, rule_doc, rules_markdown
 from tests.conftest import run_ncclx
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -242,7 +242,7 @@ def test_a_page_that_cannot_be_written_is_one_line(fleet: tuple[Path, dict[str, 
 
 def test_every_rule_has_a_severity() -> None:
     """A new rule chooses its severity (an unknown code in a newer report counts as "maybe a break")."""
-    from ncclx_migrate._migrate._rules import _SEVERITY, RULES, SEVERITIES, severity
+    from ncclx_migrate._migrate._rule_table import _SEVERITY, RULES, SEVERITIES, severity
 
     assert {r.code for r in RULES} <= set(_SEVERITY) and set(_SEVERITY.values()) <= set(SEVERITIES)
     assert severity("NCX134", "nccl2 ignores the GPU picked on line 4: pass device_id= (a break)") == "break"

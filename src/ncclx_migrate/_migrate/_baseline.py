@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ._atomic import replace_with
 from ._model import Finding, Options, is_selected
-from ._report import _cell_line
+from ._output import _cell_line
 
 __all__ = ["SCHEMA", "Baseline", "BaselineError", "Comparison", "Entry", "compare", "load", "ratchet", "stamp",
            "updated", "write"]

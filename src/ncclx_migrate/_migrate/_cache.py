@@ -1,7 +1,7 @@
 """Per-file results of ``ncclx migrate`` kept between runs, so that a warm run costs what changed.
 
 Where: ``--cache-dir DIR``, else ``$NCCLX_CACHE_DIR``, else ``.ncclx_cache/`` in the project
-root of the first path (``_scope.project_root``: the nearest folder up from it that holds
+root of the first path (``_project_files.project_root``: the nearest folder up from it that holds
 ``.git``, pyproject.toml, setup.py, setup.cfg, an environment.yml or a requirements*.txt;
 none found: no cache; ``--cache-dir`` gives one).  The folder holds its own ``.gitignore``.
 
@@ -48,9 +48,9 @@ _GITIGNORE = "# ncclx migrate's cache (see docs/migrate.md): never committed.\n*
 
 
 def default_dir(start: str) -> str | None:
-    """``.ncclx_cache`` in the project root of ``start`` (``_scope.project_root``, the one
+    """``.ncclx_cache`` in the project root of ``start`` (``_project_files.project_root``, the one
     definition the scope and the target torch use too); None outside any project."""
-    from ._scope import project_root
+    from ._project_files import project_root
 
     root = project_root(start)
     return str(root / DIR_NAME) if root is not None else None

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from ._report import FORMATS
+from ._output import FORMATS
 from ._runner import DEFAULT_MAX_MB, DEFAULT_MAX_PYTHON_MB
 from .api import MigrateRequest, RequestError
 from .api import migrate as run_migrate

@@ -11,7 +11,7 @@ import sys
 import click
 
 from .._color import use_color
-from ._rules import RULES, get_rule, rule_doc
+from ._rule_table import RULES, get_rule, rule_doc
 
 __all__ = ["explain", "rules"]
 

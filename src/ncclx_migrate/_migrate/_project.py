@@ -25,8 +25,8 @@ _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 def _find_root(start: Path) -> tuple[Path, bool]:
     """(the repository root, whether it is a git work tree): the nearest folder holding .git
     (a report is of the repository, whatever subproject it holds), else the project root
-    (``_scope.project_root``, the one definition), else ``start``."""
-    from ._scope import project_root
+    (``_project_files.project_root``, the one definition), else ``start``."""
+    from ._project_files import project_root
 
     here = start if start.is_dir() else start.parent
     for d in (here, *here.parents):

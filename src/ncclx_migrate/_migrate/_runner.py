@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from . import _config
 from ._model import FileResult, Options
 from ._progress import Terminal, in_file
-from ._scope import context_files
+from ._project_files import context_files
 
 if TYPE_CHECKING:
     from ._cache import Cache
@@ -424,7 +424,7 @@ def run(
     files = list(paths)
     jobs = worker_count(jobs, len(files))
     # The rest of each file's project: read by the pre-pass, not scanned (labels do not depend
-    # on how many files were passed, _scope.py).
+    # on how many files were passed, _project_files.py).
     context = context_files(files, walked, exclude)
     if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
         options = with_project(options, mode, [*files, *context], cache=cache, scanned=set(files))

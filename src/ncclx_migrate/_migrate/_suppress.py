@@ -69,7 +69,7 @@ def unknown_codes(text: str, marker: str = HASH) -> list[tuple[int, str]]:
     """
     if "ncclx:" not in text:
         return []
-    from ._rules import RULES
+    from ._rule_table import RULES
 
     known = [r.code for r in RULES]
     out = []

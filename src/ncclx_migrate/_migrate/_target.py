@@ -12,7 +12,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from ._config import read_ini, read_text, read_toml
-from ._scope import project_root
+from ._project_files import project_root
 
 __all__ = ["DEFAULT_TARGET", "detect_target", "parse_target"]
 
@@ -196,7 +196,7 @@ def detect_target(start: str) -> tuple[tuple[int, int], str | None]:
     """(target, the file it came from): the lowest torch bound any file of the project states
     (pyproject.toml, setup.py, setup.cfg, requirements*.txt, environment.yml, a Dockerfile's
     ``pip install torch==``), each with every extra; the project is the nearest folder up from
-    ``start`` that is a project root (_scope.py)."""
+    ``start`` that is a project root (_project_files.py)."""
     root = project_root(start)
     if root is None:
         return DEFAULT_TARGET, None

@@ -27,9 +27,10 @@ from . import _cache as _runner_cache
 from ._discover import discover
 from ._files import file_kind, kinds_checked
 from ._model import FileResult, Finding, Options
+from ._output import TextView, read_source, render
 from ._project import project_info
-from ._report import TextView, read_source, render
-from ._rules import RULES
+from ._project_files import context_files
+from ._rule_table import RULES
 from ._runner import (
     Mode,
     Outcome,
@@ -43,7 +44,6 @@ from ._runner import (
     suppression_warnings,
     with_project,
 )
-from ._scope import context_files
 from ._target import detect_target, parse_target
 
 __all__ = ["MigrateRequest", "RequestError", "migrate"]
@@ -337,7 +337,7 @@ def _stdin(name: str, options: Options, mode: Mode, fmt: str, view: TextView,
     if name == "-":
         # No --stdin-filename: a shell shebang says shell; anything else is read as Python.
         kind_path = "stdin.sh" if file_kind("-", text) == "shell" else "-"
-    # An editor's buffer is labelled as in a run over its project (_scope.py); bare stdin (`cat
+    # An editor's buffer is labelled as in a run over its project (_project_files.py); bare stdin (`cat
     # train.py | ncclx migrate --write -`) as a file of the project the run was started in, so
     # that no label is less conservative than the file run's.  A file of it that holds the very
     # bytes read is taken to be the one piped in (not another file that sets the same names).

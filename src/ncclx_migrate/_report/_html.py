@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._htmlpage import count, esc, page
-from .._migrate._rules import SEVERITIES
+from .._migrate._rule_table import SEVERITIES
 from .._words import verb
 
 __all__ = ["render_page"]

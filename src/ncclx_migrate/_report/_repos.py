@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 from .._codeowners import Owners
-from .._migrate._rules import ROLLBACK_CODES, RULES, SEVERITIES, severity
+from .._migrate._rule_table import ROLLBACK_CODES, RULES, SEVERITIES, severity
 from ._inputs import BadReport, Doc
 
 __all__ = [

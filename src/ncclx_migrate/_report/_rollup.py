@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
-from .._migrate._rules import SEVERITIES
+from .._migrate._rule_table import SEVERITIES
 from ._inputs import BadReport
 from ._jobs import Job
 from ._repos import FILES_PER_OWNER, Owner, Repo, RepoPart, unpack

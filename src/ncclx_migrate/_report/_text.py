@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._migrate._rules import SEVERITIES
+from .._migrate._rule_table import SEVERITIES
 from .._shown import shown, shown_lines
 from .._words import count, verb
 

@@ -23,13 +23,13 @@ from .._fixpoint import fixed_point
 from .._lines import Alignment
 from .._model import FileResult, FixKind, Options, is_selected
 from .._nesting import checked_ast
-from .._rules import RULES
+from .._rule_table import RULES
 from .._suppress import is_suppressed, suppressions
 from .._syntax import parse_error
 from . import _flow, _r_api, _r_backend, _r_env  # noqa: F401  (register the rules)
 from ._astcheck import ast_active
-from ._bindings import Edited, bound_name, drop_clashing_fixes, reads, unused_after
 from ._bounds import bound_fixes
+from ._clashes import Edited, bound_name, drop_clashing_fixes, reads, unused_after
 from ._ctx import Analyzer, Edit, EditResult, ImportSpec, Pending
 from ._edits import blank_head
 from ._noqa import drop_stale_e402

@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from .._model import FixKind
-from ._bindings import shim_import
+from ._clashes import shim_import
 from ._ctx import Analyzer, Edit, ImportSpec, Pending, on
 from ._edits import blank_head, extend_literal, replace_with
 from ._reach import Path, reaching

@@ -213,7 +213,7 @@ def rules_markdown() -> str:
     """docs/rules.md: the table plus every rule's full doc (checked by a test)."""
     out = [
         "# ncclx migrate rules\n",
-        "Generated from `src/ncclx_migrate/_migrate/_rules.py` and `rule_docs/*.md` by "
+        "Generated from `src/ncclx_migrate/_migrate/_rule_table.py` and `rule_docs/*.md` by "
         "`NCCLX_UPDATE_DOCS=1 pytest tests/migrate/test_rules_table.py`; the test fails when it is "
         "stale. `ncclx explain CODE` prints one entry.\n",
         "| Code | Name | Fix | Torch | Files | Summary |",

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from .. import __version__
 from .._words import count
 from ._model import FileResult, Finding, FixKind
-from ._rules import RULES, rule_doc_uri
+from ._rule_table import RULES, rule_doc_uri
 
 if TYPE_CHECKING:
     from ._baseline import Comparison, Entry
