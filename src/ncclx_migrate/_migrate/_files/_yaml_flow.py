@@ -7,6 +7,7 @@ scalar holding a template has no literal value (it is computed)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ class Flows:
         self.text = text
         self._root: Node | None = None  # parsed at the first look-up (most files have no flow value)
         self.masked = text
+        self._wide: list[int] = []
+        self._extra: list[int] = []
         self.offsets = Offsets(text, text.encode("utf-8", "surrogatepass"))
 
     def at(self, start: int) -> Node | None:
@@ -50,7 +53,16 @@ class Flows:
         if self._root is None:
             self.masked = mask(self.text)
             self._root, self.offsets = parse("tree_sitter_yaml", self.masked)
-        byte = start if self.offsets.ascii else len(self.masked[:start].encode("utf-8", "surrogatepass"))
+            if not self.offsets.ascii:  # where each non-ASCII character is, and the bytes before it
+                extra = 0
+                for i, ch in enumerate(self.masked):
+                    if ch > "\x7f":
+                        self._wide.append(i)
+                        self._extra.append(extra)
+                        extra += len(ch.encode("utf-8", "surrogatepass")) - 1
+                self._extra.append(extra)
+        k = bisect.bisect_left(self._wide, start)  # non-ASCII characters before ``start``
+        byte = start + (self._extra[k] if self._wide else 0)
         n: Node | None = self._root.descendant_for_byte_range(byte, byte + 1)
         found = None
         while n is not None and n.start_byte == byte:
