@@ -14,6 +14,7 @@ from . import _baseline, _config, _runner
 from . import _cache as _runner_cache
 from ._discover import discover
 from ._model import FileResult, Finding, Options
+from ._project import Project
 from ._report import FORMATS, TextView, read_source, render
 from ._rules import RULES
 from ._runner import (
@@ -28,7 +29,7 @@ from ._runner import (
     with_project,
 )
 from ._scope import context_files
-from ._target import detect_target, parse_target
+from ._target import parse_target
 
 __all__ = ["migrate"]
 
@@ -180,8 +181,9 @@ def migrate(
         problem = target_range_error(target)
         if problem:
             raise click.BadParameter(problem, param_hint="--target-torch")
-    else:
-        target, source = detect_target(paths[0] if paths[0] != "-" else ".")
+    the_project = Project.at(paths[0] if paths[0] != "-" else ".", target if target_torch is not None else None)
+    target, source = the_project.target, the_project.oldest_from
+    if target_torch is None:
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
@@ -195,6 +197,7 @@ def migrate(
         use_shim=use_shim,
         select=_prefixes(select),
         ignore=_prefixes(ignore),
+        project=the_project,
     )
     mode = Mode(write=write, diff=diff) if max_file_size is None else Mode(
         write=write, diff=diff, max_bytes=int(max_file_size * 2**20), max_parse_bytes=int(max_file_size * 2**20))
