@@ -1,16 +1,24 @@
 """Per-file results of ``ncclx migrate`` kept between runs, so that a warm run costs what changed.
 
+A passive store, as ruff's cache is: it knows nothing of scanning.  The runner asks it for a
+kept result (:meth:`Cache.get`, by the file's content, the run's options and the facts the
+result asked of the project) and hands it the fresh ones (:meth:`Cache.put`); the project's
+own facts of each file (what the pre-pass reads of it: names it sets, imports, helper
+summaries, C++ answers) are kept with the file too (:meth:`Cache.known`, :meth:`Cache.read`,
+:meth:`Cache.remember`), so that an unchanged file is not read nor parsed again.
+
 Where: ``--cache-dir DIR``, else ``$NCCLX_CACHE_DIR``, else ``.ncclx_cache/`` in the project
 root of the first path (``_project_files.project_root``: the nearest folder up from it that holds
 ``.git``, pyproject.toml, setup.py, setup.cfg, an environment.yml or a requirements*.txt;
-none found: no cache; ``--cache-dir`` gives one).  The folder holds its own ``.gitignore``.
+none found: no cache, and the run says so in one line; ``--cache-dir`` gives one).  The folder
+holds its own ``.gitignore``.
 
 What: for each tool version and effective options, 256 shard files
 (``v1/<tool>/<options>/<xx>.json``, by a hash of the path: an edit rewrites one), mapping
-each path to its content's digest, the cross-file facts its analysis consumed with their
-answers (``_crossfile``), and its outcome (findings, fixed text and diff, warnings).  A run
-reuses an outcome only where the path, the digest, and every recorded answer (asked again of
-this run's pre-pass) are the same; everything else is scanned as without a cache.
+each path to its content's digest, its status (a file whose status is unchanged is not read
+again), the project's facts of it (``pre``), the facts of other files its analysis asked with
+the project's answers (``facts``), and its outcome.  A kept outcome is reused only where the
+path, the digest, and every recorded answer (asked again of this run's project) are the same.
 
 Faults never fail a run nor change a result: a missing folder is created, a corrupt or foreign
 file is read as empty (and replaced), one written meanwhile by another run is merged with
@@ -20,8 +28,6 @@ with one warning line (:attr:`Cache.problem`).
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -29,18 +35,11 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ._atomic import replace_with
-from ._crossfile import SharedNames, recording
-from ._model import CellPosition, FileResult, Finding, FixKind, Options
-from ._runner import Mode, Outcome, _read, process_file
-from ._shared import sets_in, shared_of
-from ._xref import Indexer, imports_of, module_name
 
-__all__ = ["DIR_NAME", "Cache", "default_dir"]
+__all__ = ["DIR_NAME", "Cache", "default_dir", "digest"]
 
 DIR_NAME = ".ncclx_cache"
 _LAYOUT = "v1"
@@ -60,7 +59,8 @@ def _shard(path: str) -> str:
     return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=1).hexdigest()
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """The content key of a file's bytes."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -78,89 +78,7 @@ def _tool_key() -> str:
     return h.hexdigest()
 
 
-def _options_key(options: Options, mode: Mode) -> str:
-    """The effective options a file's result depends on (not the cross-file facts: recorded)."""
-    key = [list(options.target_torch), options.apply_safe, options.apply_unsafe, options.positions_as_given,
-           options.use_shim, list(options.select), list(options.ignore), options.line_length,
-           mode.write, mode.diff, mode.max_bytes, mode.max_parse_bytes]
-    return hashlib.blake2b(json.dumps(key).encode(), digest_size=8).hexdigest()
-
-
-def answer(kind: str, key: str, options: Options) -> object:
-    """What this run's pre-pass says to fact ``(kind, key)`` (the kinds ``_crossfile`` records)."""
-    if kind == "helper":  # every helper of that name: what a lookup of it can find
-        return [[q, list(h.returns), list(h.sets)] for q, h in sorted(options.helpers.table.items())
-                if q.rpartition(".")[2] == key]
-    if kind == "setters":
-        return sorted(options.helpers.setters)
-    if kind == "any":
-        return bool(options.helpers.table)
-    if kind == "shared":
-        return key in options.shared_names
-    if kind == "line_length":
-        from ._python._layout import line_length
-
-        return line_length(key)
-    if kind in ("cpp_bound", "cpp_shim_builds"):  # the C++ pre-pass: what the project binds, builds
-        return [list(pair) for pair in getattr(options, kind)]
-    if kind == "cpp_returns":  # the C++ pre-pass: what one function returns (None: unknown)
-        if key == "own":  # which functions of the project return its own groups (_values._calls_own)
-            return sorted(k for k, v in options.cpp_returns if v and k.startswith("own:"))
-        if key.startswith("type:"):  # the classes some file declares a member of that name with
-            return sorted(k for k, v in options.cpp_returns if v and k.startswith(f"{key}:"))
-        return dict(options.cpp_returns).get(key)
-    if kind == "module":
-        return module_name(key)
-    return None  # a kind this version does not know: never the same as a recorded answer
-
-
-@dataclass
-class Recorded(Outcome):
-    """An outcome with what the cache needs to keep it (made in the worker)."""
-
-    facts: list[tuple[str, str]] = field(default_factory=list)
-    digest: str | None = None  # of the file after the scan (a file edited meanwhile is not kept)
-
-
-def _recorded(path: str, options: Options, mode: Mode) -> Outcome:
-    with recording() as facts:
-        out = process_file(path, options, mode)
-    raw = _read(path, mode)
-    return Recorded(**{f.name: getattr(out, f.name) for f in dataclasses.fields(Outcome)},
-                    facts=facts, digest=_digest(raw) if raw is not None else None)
-
-
-def _finding_json(f: Finding) -> dict[str, object]:
-    return {"p": f.path, "l": f.line, "c": f.column, "k": f.code, "m": f.message, "f": f.fix.value,
-            "a": f.applied, "d": f.detail, "n": None if f.cell is None else [f.cell.number, f.cell.line, f.cell.column]}
-
-
-def _finding(d: dict[str, object]) -> Finding:
-    cell = d["n"]
-    return Finding(str(d["p"]), int(d["l"]), int(d["c"]), str(d["k"]), str(d["m"]),  # type: ignore[call-overload]
-                   FixKind(d["f"]), bool(d["a"]), str(d["d"]),
-                   CellPosition(*cell) if isinstance(cell, list) else None)
-
-
-def _outcome_json(o: Outcome) -> dict[str, object]:
-    r = o.result
-    return {"findings": [_finding_json(f) for f in r.findings], "new_text": r.new_text, "diff": o.diff,
-            "scanned": o.scanned, "skipped": o.skipped, "warnings": o.warnings, "config": o.config}
-
-
-def _outcome(path: str, d: dict[str, object]) -> Outcome:
-    findings = d["findings"]
-    assert isinstance(findings, list)
-    result = FileResult(path, [_finding(f) for f in findings], d["new_text"])  # type: ignore[arg-type]
-    return Outcome(result, d["diff"], bool(d["scanned"]), d["skipped"],  # type: ignore[arg-type]
-                   list(d["warnings"]), list(d["config"]))  # type: ignore[call-overload]
-
-
-def _valid_pre(pre: dict[str, object]) -> bool:
-    """A kept pre-pass record of the shape :meth:`Cache._prepass_one` writes (else the file is read)."""
-    sets, imports = pre.get("sets"), pre.get("imports")
-    return (isinstance(sets, list) and all(isinstance(n, str) for n in sets) and isinstance(imports, list)
-            and all(isinstance(i, list) and len(i) == 3 and all(isinstance(x, str) for x in i) for i in imports))
+Status = list[int]
 
 
 class Cache:
@@ -172,60 +90,105 @@ class Cache:
         self._inside = os.path.join(self._abs(folder), "")
         self.problem: str | None = None  # the first fault met: one warning line
         self.digests: dict[str, str] = {}  # path -> digest of its bytes in this run
-        self.pre: dict[str, dict[str, object]] = {}  # path -> its pre-pass facts and trusted status
+        self._pre: dict[str, dict[str, object]] = {}  # path -> its status and project facts in this run
+        self._status: dict[str, Status | None] = {}
+        self._touched: set[str] = set()  # files this run read, or kept a new fact of
+        self._fresh: dict[str, dict[str, object]] = {}
         self._dir: str | None = None  # v1/<tool>/<options>/: one shard file per 1/256 of the paths
         self._shards: dict[str, dict[str, dict[str, object]]] = {}
         # A file last changed this long before the run began cannot change unseen with its
         # status unchanged (git's "racy" rule): its status alone then says it is unchanged.
         self._settled = time.time_ns() - 2_000_000_000
 
-    def _open(self, options: Options, mode: Mode) -> None:
+    def open(self, options_key: str) -> None:
+        """Use the results kept for these effective options (the caller's key of them)."""
         if self._dir is None:
-            self._dir = os.path.join(self.folder, _LAYOUT, _tool_key(), _options_key(options, mode))
+            self._dir = os.path.join(self.folder, _LAYOUT, _tool_key(), options_key)
 
-    def _kept(self, path: str) -> object:
+    def _kept(self, path: str) -> dict[str, object] | None:
         """The entry kept for ``path`` (its shard is read on first use: a run over a few files
         reads a few shards, and an edit rewrites one)."""
         shard = _shard(path)
         if shard not in self._shards:
-            assert self._dir is not None
+            assert self._dir is not None, "Cache.open first"
             self._shards[shard] = self._load(os.path.join(self._dir, shard + ".json"))
-        return self._shards[shard].get(path)
+        entry = self._shards[shard].get(path)
+        return entry if isinstance(entry, dict) and entry.get("abspath") == self._abs(path) else None
 
-    def prepass(self, paths: list[str], options: Options, mode: Mode, index: Indexer) -> SharedNames:
-        """The runner's pre-pass (``_shared``, ``_xref``) over ``paths``: a file whose status is
-        what the cache kept is not read again (its digest and pre-pass facts are kept)."""
-        self._open(options, mode)
-        per_file = []
-        for path in paths:
-            pre = self._prepass_one(path, self._kept(path), mode)
-            if pre is not None:
-                index.note(path, [tuple(i) for i in pre["imports"]])  # type: ignore[attr-defined]
-                per_file.append(list(pre["sets"]))  # type: ignore[call-overload]
-        return shared_of(per_file)
-
-    def _prepass_one(self, path: str, entry: object, mode: Mode) -> dict[str, object] | None:
+    # --- the project's facts of each file ---
+    def known(self, path: str) -> dict[str, object] | None:
+        """The project's facts kept of ``path`` when its status is the one kept (it is not
+        read again: its digest is the kept one), else None (read it, then :meth:`read`)."""
         try:
             st = os.stat(path)
+            status: Status | None = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+            settled = max(st.st_mtime_ns, st.st_ctime_ns) < self._settled
         except OSError:
-            st = None
-        status = None if st is None else [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-        if (status is not None and isinstance(entry, dict) and entry.get("stat") == status
-                and entry.get("abspath") == self._abs(path) and isinstance(entry.get("pre"), dict)):
-            pre = entry["pre"]
-            if _valid_pre(pre) and (not pre["imports"] or pre.get("module") == module_name(path)):
-                self.digests[path] = str(entry["digest"])
-                self.pre[path] = {"stat": status, "pre": pre}
-                return pre  # type: ignore[no-any-return]
-        raw = _read(path, mode)
-        if raw is None:
+            status, settled = None, False
+        self._status[path] = status if settled else None
+        entry = self._kept(path)
+        pre = entry.get("pre") if entry is not None else None
+        if status is None or entry is None or entry.get("stat") != status or not isinstance(pre, dict):
             return None
-        self.digests[path] = _digest(raw)
-        imports = imports_of(path, raw)
-        pre = {"sets": sets_in(raw), "imports": imports, "module": module_name(path) if imports else None}
-        settled = st is not None and max(st.st_mtime_ns, st.st_ctime_ns) < self._settled
-        self.pre[path] = {"stat": status if settled else None, "pre": pre}
+        self.digests[path] = str(entry["digest"])
+        self._pre[path] = {"stat": status, "pre": pre}
         return pre
+
+    def read(self, path: str, content: str, pre: dict[str, object]) -> None:
+        """This run read ``path``: its digest and the project's facts of it (kept with it)."""
+        self.digests[path] = content
+        self._pre[path] = {"stat": self._status.get(path), "pre": pre}
+        self._touched.add(path)
+
+    def remember(self, path: str, key: str, value: object) -> None:
+        """One more fact of ``path`` the project computed (a helper summary, C++ answers):
+        kept with the file's facts until its content changes."""
+        seen = self._pre.get(path)
+        if seen is not None:
+            seen["pre"][key] = value  # type: ignore[index]
+            self._touched.add(path)
+
+    # --- results ---
+    def get(self, path: str, content: str, answer: Callable[[str, str], object]) -> object | None:
+        """The outcome kept for ``path`` with this content, if every fact it asked is still
+        answered the same (``answer``: this run's project)."""
+        entry = self._kept(path)
+        if entry is None or entry.get("digest") != content:
+            return None
+        try:
+            for kind, key, value in entry["facts"]:  # type: ignore[attr-defined]
+                if answer(kind, key) != value:
+                    return None
+            outcome = entry["outcome"]
+        except (KeyError, TypeError, ValueError):
+            return None  # an entry of another shape: scanned again
+        seen = self._pre.get(path)
+        if seen is not None and (path in self._touched or seen["stat"] != entry.get("stat")):
+            self._fresh[path] = {**entry, **seen}  # read again (touched, or settled since): keep its status
+        return outcome
+
+    def put(self, path: str, content: str, facts: list[list[object]], outcome: object) -> None:
+        """Keep a fresh outcome of ``path`` (its content, and the facts it asked with their answers)."""
+        self._fresh[path] = {"abspath": self._abs(path), "digest": content, "facts": facts, "outcome": outcome,
+                             **self._pre.get(path, {})}
+
+    def facts(self, path: str) -> dict[str, object] | None:
+        """The project's facts of ``path`` in this run (:meth:`known` or :meth:`read`)."""
+        seen = self._pre.get(path)
+        return seen["pre"] if seen is not None else None  # type: ignore[return-value]
+
+    def save(self, ran: set[str]) -> None:
+        """Write what this run kept (``ran``: the files it was over; entries of others that
+        are gone are dropped).  A file the run only read for its project (a context file, one
+        whose result is kept) keeps its facts, without a result where its content changed."""
+        for path in self._touched - self._fresh.keys():
+            kept = self._kept(path) or {}
+            if kept.get("digest") != self.digests.get(path):
+                kept = {}
+            self._fresh[path] = {**kept, "abspath": self._abs(path), "digest": self.digests[path], **self._pre[path]}
+        if self._fresh:
+            self._save(self._fresh, ran)
+            self._fresh = {}
 
     def _abs(self, path: str) -> str:
         """os.path.abspath without a getcwd() per call (a run never changes directory)."""
@@ -254,64 +217,10 @@ class Cache:
         entries = doc.get("entries") if isinstance(doc, dict) else None
         return entries if isinstance(entries, dict) else {}
 
-    def _hit(self, path: str, entry: object, options: Options, mode: Mode) -> Outcome | None:
-        digest = self.digests.get(path)
-        if digest is None:  # not read by the pre-pass (a single file, a kind no scanner claims)
-            raw = _read(path, mode)
-            if raw is None:
-                return None
-            digest = self.digests[path] = _digest(raw)
-        if not isinstance(entry, dict) or entry.get("abspath") != self._abs(path):
-            return None
-        if entry.get("digest") != digest:
-            return None
-        try:
-            for kind, key, value in entry["facts"]:
-                if answer(kind, key, options) != value:
-                    return None
-            return _outcome(path, entry["outcome"])
-        except (KeyError, TypeError, ValueError, AssertionError):
-            return None  # an entry of another shape: scanned again
-
-    def run(self, files: list[str], options: Options, mode: Mode,
-            process: Callable[[list[str], Callable[[str], Outcome]], list[Outcome]]) -> list[Outcome]:
-        """The outcomes of ``files``: kept ones where valid, the others from ``process`` (the
-        runner's pool, given the worker that records facts), then kept for the next run."""
-        self._open(options, mode)
-        out: dict[str, Outcome] = {}
-        fresh: dict[str, dict[str, object]] = {}
-        for path in dict.fromkeys(files):
-            entry = self._kept(path)
-            hit = self._hit(path, entry, options, mode)
-            if hit is not None:
-                out[path] = hit
-                seen = self.pre.get(path)
-                if isinstance(entry, dict) and seen is not None and seen["stat"] != entry.get("stat"):
-                    fresh[path] = {**entry, **seen}  # read again (touched, or settled since): keep its status
-        todo = [f for f in files if f not in out]
-        worker = functools.partial(_recorded, options=options, mode=mode)
-        for path, o in zip(todo, process(todo, worker), strict=True):
-            if isinstance(o, Recorded):
-                kept = self._entry(path, o, options, mode)
-                if kept is not None:
-                    fresh[path] = kept
-                o = Outcome(**{f.name: getattr(o, f.name) for f in dataclasses.fields(Outcome)})
-            out[path] = o
-        if fresh:
-            self._save(fresh, set(files))
-        return [out[f] for f in files]
-
-    def _entry(self, path: str, o: Recorded, options: Options, mode: Mode) -> dict[str, object] | None:
-        """What to keep of a fresh outcome; None for one another run may not get the same way."""
-        if o.digest is None or o.digest != self.digests.get(path) or o.result.error is not None:
-            return None  # edited during the run, or an error (a crash, a read fault) worth another try
-        if mode.write and o.result.new_text is not None:
-            return None  # written: the file now holds other text
-        facts = [[kind, key, answer(kind, key, options)] for kind, key in o.facts]
-        return {"abspath": self._abs(path), "digest": o.digest, "facts": facts, "outcome": _outcome_json(o),
-                **self.pre.get(path, {})}
-
     def _save(self, fresh: dict[str, dict[str, object]], ran: set[str]) -> None:
+        # (it imports tempfile: a run that keeps nothing new never does)
+        from ._atomic import replace_with
+
         assert self._dir is not None
         folder = self._dir
         try:

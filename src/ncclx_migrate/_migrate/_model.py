@@ -6,10 +6,13 @@ return a :class:`FileResult`; the runner, reporters and CLI only see these types
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._crossfile import SharedNames
 from ._fixkind import FixKind
+from ._project import Project
 from ._xref import Helpers
 
 __all__ = ["CellPosition", "FileResult", "Finding", "FixKind", "Options", "is_selected"]
@@ -81,9 +84,9 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)  # "line: text" (a region a grammar skipped)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Options:
-    """What the user asked for; every scanner gets the same object."""
+    """What the user asked for; every scanner gets the same object, with the run's project."""
 
     target_torch: tuple[int, int] = (2, 15)
     apply_safe: bool = False  # --write / --diff
@@ -94,22 +97,53 @@ class Options:
     use_shim: bool = False  # rewrite legacy calls to ncclx_migrate.backend helpers
     select: tuple[str, ...] = ()  # rule-code prefixes; empty = all
     ignore: tuple[str, ...] = ()
-    # Deprecated names another file of the run also sets: their add is never safe (_shared).
-    shared_names: frozenset[str] = field(default_factory=SharedNames)
-    # The run's own helpers across its modules (what they return, which GPU they pick: _xref).
-    helpers: Helpers = field(default_factory=Helpers)
     line_length: int | None = None  # for lines a fix adds; None: the project's (see _python._layout)
-    # C++ functions the run binds to Python (pybind11, TORCH_LIBRARY) in any of its files:
-    # (name, "path:line" of the binding), from the pre-pass (_files/_cpp/_bindings.py).
-    cpp_bound: tuple[tuple[str, str], ...] = ()
-    # --use-shim: (setup.py, C++ source) pairs of the extensions whose sources the shim fix
-    # rewrites, so that setup.py gets the shim's include folder (_files/_cpp/_setup.py).
-    cpp_shim_builds: tuple[tuple[str, str], ...] = ()
-    # What the run's C++ functions return, from every declaration and definition of the
-    # project (the pre-pass, _files/_cpp/_values.py): ("pg:KEY" or "own:KEY", yes) where KEY
-    # is ``f`` or ``Class::f``; "pg": declared to return a c10d::ProcessGroup, "own": every
-    # definition returns an object the code built as the legacy class.
-    cpp_returns: tuple[tuple[str, bool], ...] = ()
+    # Not a choice: the handle through which a scan asks the run's project for facts of other
+    # files (the runner's pre-pass builds it; a text scanned alone gets an empty one).
+    project: Project = field(default_factory=Project)
+
+    def __init__(self, target_torch: tuple[int, int] = (2, 15), apply_safe: bool = False,
+                 apply_unsafe: bool = False, positions_as_given: bool = False, use_shim: bool = False,
+                 select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), line_length: int | None = None,
+                 project: Project | None = None, *, shared_names: frozenset[str] | None = None,
+                 helpers: Helpers | None = None, cpp_bound: tuple[tuple[str, str], ...] | None = None,
+                 cpp_shim_builds: tuple[tuple[str, str], ...] | None = None,
+                 cpp_returns: tuple[tuple[str, bool], ...] | None = None) -> None:
+        """The fields above; ``shared_names`` .. ``cpp_returns``: facts of the project, which go
+        into ``project`` (for a caller that hands a scan one of them, as a test does)."""
+        facts: dict[str, Any] = {k: v for k, v in (
+            ("shared_names", shared_names if shared_names is None or isinstance(shared_names, SharedNames)
+             else SharedNames(shared_names)),
+            ("helpers", helpers), ("cpp_bound", cpp_bound), ("cpp_shim_builds", cpp_shim_builds),
+            ("cpp_returns", cpp_returns)) if v is not None}
+        project = project if project is not None else Project()
+        if facts:
+            project = dataclasses.replace(project, **facts)
+        for name, value in (("target_torch", target_torch), ("apply_safe", apply_safe), ("apply_unsafe", apply_unsafe),
+                            ("positions_as_given", positions_as_given), ("use_shim", use_shim), ("select", select),
+                            ("ignore", ignore), ("line_length", line_length), ("project", project)):
+            object.__setattr__(self, name, value)
+
+    # The project's indexes, as the scanners read them (each lookup is asked of the project).
+    @property
+    def shared_names(self) -> frozenset[str]:
+        return self.project.shared_names
+
+    @property
+    def helpers(self) -> Helpers:
+        return self.project.helpers
+
+    @property
+    def cpp_bound(self) -> tuple[tuple[str, str], ...]:
+        return self.project.cpp_bound
+
+    @property
+    def cpp_shim_builds(self) -> tuple[tuple[str, str], ...]:
+        return self.project.cpp_shim_builds
+
+    @property
+    def cpp_returns(self) -> tuple[tuple[str, bool], ...]:
+        return self.project.cpp_returns
 
     def wants_fix(self, kind: FixKind) -> bool:
         if kind is FixKind.SAFE:

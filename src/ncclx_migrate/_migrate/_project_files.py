@@ -16,18 +16,70 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PROJECT_FILES", "context_files", "is_project_root", "project_root"]
+__all__ = ["PROJECT_FILES", "Folders", "context_files", "is_project_root", "project_root"]
 
 # Files that make a folder a project root (besides `.git` and any `requirements*.txt`).
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
 
 
 def is_project_root(d: Path) -> bool:
+    """Does folder ``d`` hold a project file (:data:`PROJECT_FILES`, a ``requirements*.txt``) or
+    ``.git``?  One listing of the folder (the files as its entries say, links followed)."""
+    try:
+        with os.scandir(d) as entries:
+            for e in entries:
+                n = e.name
+                if n in PROJECT_FILES or (n.startswith("requirements") and n.endswith(".txt")):
+                    if e.is_file():
+                        return True
+                elif n == ".git" and (not e.is_symlink() or os.path.exists(e.path)):
+                    return True
+        return False
+    except OSError:  # (a folder that can be searched but not listed: each name tested)
+        pass
     try:
         return (any((d / n).is_file() for n in PROJECT_FILES) or (d / ".git").exists()
                 or any(p.is_file() for p in d.glob("requirements*.txt")))
     except OSError:
         return False
+
+
+class Folders:
+    """One run's answers about folders, each found once (a run's files share their folders
+    and parents): each folder's real path (its parent's, plus one lstat of its own name) and
+    whether it is a project root."""
+
+    def __init__(self) -> None:
+        self.real: dict[str, Path] = {}
+        self.roots: dict[Path, bool] = {}
+
+    def resolve(self, folder: str) -> Path:
+        """``Path(folder).resolve()``, from the parent's answer where the folder is no link."""
+        folder = os.path.abspath(folder)
+        got = self.real.get(folder)
+        if got is None:
+            parent, name = os.path.split(folder)
+            if not name or parent == folder:
+                got = Path(folder).resolve()
+            elif os.path.islink(folder):
+                got = Path(folder).resolve()
+            else:
+                got = self.resolve(parent) / name
+                if name in (os.curdir, os.pardir):
+                    got = Path(folder).resolve()
+            self.real[folder] = got
+        return got
+
+    def root(self, start: str) -> Path | None:
+        """:func:`project_root` of the folder ``start``, with this run's answers."""
+        here = self.resolve(start)
+        for d in (here, *here.parents):
+            root = self.roots.get(d)
+            if root is None:
+                root = self.roots[d] = is_project_root(d)
+            if root:
+                return d
+        return None
 
 
 def project_root(start: str | Path, seen: dict[Path, bool] | None = None) -> Path | None:
@@ -56,11 +108,16 @@ def context_files(files: Iterable[str], walked: Iterable[str] = (), exclude: Ite
     files = list(files)
     covered = [Path(p).resolve() for p in walked if os.path.isdir(p)]
     roots: dict[str, Path | None] = {}
-    seen: dict[Path, bool] = {}
+    folders = Folders()
+    # A walked folder that is a project root holds the root of every file under it (at or
+    # below it, so covered): no folder under it is tested.
+    rooted = [w for w in covered if is_project_root(w)]
     for f in files:
         folder = os.path.dirname(os.path.abspath(f))
         if folder not in roots:
-            roots[folder] = project_root(folder, seen)
+            here = folders.resolve(folder)
+            inside = any(here == w or w in here.parents for w in rooted)
+            roots[folder] = None if inside else folders.root(folder)
     out: list[str] = []
     given: set[str] | None = None
     real_folders: dict[str, str] = {}

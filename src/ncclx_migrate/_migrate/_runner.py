@@ -10,35 +10,32 @@ killer) costs only the file it held, which is reported as an error.
 from __future__ import annotations
 
 import codecs
-import ctypes
 import dataclasses
-import difflib
 import functools
 import hashlib
 import io
+import json
 import os
 import signal
 import stat
 import sys
-import tempfile
-import threading
 import tokenize
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import _config
-from ._model import FileResult, Options
+from ._cache import Cache, digest
+from ._model import CellPosition, FileResult, Finding, FixKind, Options
 from ._progress import Terminal, in_file
 from ._project_files import context_files
 
 if TYPE_CHECKING:
-    from ._cache import Cache
-    from ._files._cpp._bindings import Project
+    from concurrent.futures import Future
+
+    from ._files._cpp._bindings import Project as CppProject
 
 __all__ = ["DEFAULT_MAX_MB", "DEFAULT_MAX_PYTHON_MB", "Mode", "Outcome", "RunReport", "decode", "process_text", "run",
            "with_project"]
@@ -69,6 +66,45 @@ class Outcome:
     skipped: str | None = None  # why a file of a kind we scan was left unread (said on stderr)
     warnings: list[str] = field(default_factory=list)  # "line: text", shown on stderr
     config: list[str] = field(default_factory=list)  # config files that could not be read (_config)
+
+
+@dataclass
+class Recorded(Outcome):
+    """An outcome with what the cache keeps with it (made in the worker)."""
+
+    facts: list[tuple[str, str]] = field(default_factory=list)  # what it asked of the project
+    digest: str | None = None  # of the file after the scan (a file edited meanwhile is not kept)
+
+
+def _finding_json(f: Finding) -> dict[str, object]:
+    return {"p": f.path, "l": f.line, "c": f.column, "k": f.code, "m": f.message, "f": f.fix.value,
+            "a": f.applied, "d": f.detail, "n": None if f.cell is None else [f.cell.number, f.cell.line, f.cell.column]}
+
+
+def _finding(d: dict[str, object]) -> Finding:
+    cell = d["n"]
+    return Finding(str(d["p"]), int(d["l"]), int(d["c"]), str(d["k"]), str(d["m"]),  # type: ignore[call-overload]
+                   FixKind(d["f"]), bool(d["a"]), str(d["d"]),
+                   CellPosition(*cell) if isinstance(cell, list) else None)
+
+
+def outcome_json(o: Outcome) -> dict[str, object]:
+    """An outcome as the cache keeps it."""
+    r = o.result
+    return {"findings": [_finding_json(f) for f in r.findings], "new_text": r.new_text, "diff": o.diff,
+            "scanned": o.scanned, "skipped": o.skipped, "warnings": o.warnings, "config": o.config}
+
+
+def outcome_of(path: str, d: object) -> Outcome | None:
+    """The outcome :func:`outcome_json` kept; None for a value of another shape."""
+    try:
+        assert isinstance(d, dict)
+        findings = d["findings"]
+        assert isinstance(findings, list)
+        result = FileResult(path, [_finding(f) for f in findings], d["new_text"])
+        return Outcome(result, d["diff"], bool(d["scanned"]), d["skipped"], list(d["warnings"]), list(d["config"]))
+    except (KeyError, TypeError, ValueError, AssertionError):
+        return None
 
 
 @dataclass
@@ -200,6 +236,8 @@ def _write_atomic(path: str, data: bytes, read: _Read | None = None) -> None:
     d = os.path.dirname(os.path.abspath(path))
     _writing = True
     try:
+        import tempfile  # (a run that writes nothing never imports it)
+
         fd, tmp = tempfile.mkstemp(prefix=".ncclx-", suffix=".tmp", dir=d)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -237,6 +275,8 @@ def _write_atomic(path: str, data: bytes, read: _Read | None = None) -> None:
 
 
 def _unified(path: str, old: str, new: str) -> str:
+    import difflib
+
     return "".join(difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
     ))
@@ -369,14 +409,15 @@ def suppression_warnings(text: str, path: str = "") -> list[str]:
 def with_project(options: Options, mode: Mode, files: Iterable[str],
                  given: tuple[str, bytes] | None = None, cache: Cache | None = None,
                  scanned: Collection[str] | None = None) -> Options:
-    """``options`` with the cross-file facts of ``files`` (and of ``given``: a path and the
-    bytes it holds, from stdin): the names several files set (_shared), the project's own
-    helpers (_xref) and the functions its C++ files bind to Python (_cpp/_bindings).  One read
-    of each file, only what a scanner may read: a kind known by name, or no suffix (a script
-    with a #!), read as the scan reads it (regular files, within the size limit).  With
-    ``cache``, a file unchanged since it was kept is not read again (its C++ bindings are:
-    the cache keeps no parse).  ``scanned``: the files the run scans (None: all of them)."""
-    from ._shared import shared_names
+    """``options`` with the run's :class:`Project`: the cross-file facts of ``files`` (and of
+    ``given``: a path and the bytes it holds, from stdin): the names several files set
+    (_shared), the project's own helpers (_xref) and the functions its C++ files bind to
+    Python (_cpp/_bindings).  One read of each file, only what a scanner may read: a kind
+    known by name, or no suffix (a script with a #!), read as the scan reads it (regular
+    files, within the size limit).  With ``cache``, what a file unchanged since it was kept
+    says is not read nor parsed again (a C++ file is read again, not parsed: the pre-pass
+    decides from its text what to ask).  ``scanned``: the files the run scans (None: all of them)."""
+    from ._shared import shared_names, shared_of
     from ._xref import Indexer
 
     index = Indexer()
@@ -396,16 +437,101 @@ def with_project(options: Options, mode: Mode, files: Iterable[str],
 
     candidates = [f for f in paths if _claims(f) or "." not in os.path.basename(f)]
     if cache is not None and given is None:
-        names = cache.prepass(candidates, options, mode, index)
+        if cpp is not None:  # what each C++ file's content says, kept: an unchanged file is not parsed again
+            cpp.known, cpp.remember = cache.facts, cache.remember
+        per_file = []
+        for f in candidates:
+            pre = _facts_of(f, cache, mode)
+            if pre is not None:
+                index.note(f, [tuple(i) for i in pre["imports"]])  # type: ignore[attr-defined]
+                per_file.append(list(pre["sets"]))  # type: ignore[call-overload]
+        names = shared_of(per_file)
         for f in candidates if cpp is not None else []:
             raw = read(f) if _is_cpp(f) else None
             if raw is not None and cpp is not None:
                 cpp.add(f, raw, scanned is None or f in scanned)
     else:
         names = shared_names(candidates, read_and_index)
-    return dataclasses.replace(options, shared_names=names, helpers=index.build(read),
-                               cpp_bound=cpp.bound() if cpp is not None else (),
-                               cpp_returns=cpp.returns() if cpp is not None else ())
+    helpers = index.build(read, cache.facts, cache.remember) if cache is not None and given is None else index.build(read)
+    project = dataclasses.replace(options.project, shared_names=names, helpers=helpers,
+                                  cpp_bound=cpp.bound() if cpp is not None else (),
+                                  cpp_returns=cpp.returns() if cpp is not None else ())
+    return dataclasses.replace(options, project=project)
+
+
+def _valid_pre(pre: dict[str, object]) -> bool:
+    """A kept record of the shape :func:`_facts_of` writes (else the file is read)."""
+    sets, imports = pre.get("sets"), pre.get("imports")
+    return (isinstance(sets, list) and all(isinstance(n, str) for n in sets) and isinstance(imports, list)
+            and all(isinstance(i, list) and len(i) == 3 and all(isinstance(x, str) for x in i) for i in imports))
+
+
+def _facts_of(path: str, cache: Cache, mode: Mode) -> dict[str, object] | None:
+    """The project's facts of one file (_shared's names, _xref's imports): kept by the cache
+    while its status holds, else read (None: a file the scan will not read)."""
+    from ._shared import sets_in
+    from ._xref import imports_of, module_name
+
+    pre = cache.known(path)
+    if pre is not None and _valid_pre(pre) and (not pre["imports"] or pre.get("module") == module_name(path)):
+        return pre
+    raw = _read(path, mode)
+    if raw is None:
+        return None
+    imports = imports_of(path, raw)
+    pre = {"sets": sets_in(raw), "imports": imports, "module": module_name(path) if imports else None}
+    cache.read(path, digest(raw), pre)
+    return pre
+
+
+def _options_key(options: Options, mode: Mode) -> str:
+    """The effective options a file's result depends on (not the project's facts: recorded)."""
+    key = [list(options.target_torch), options.apply_safe, options.apply_unsafe, options.positions_as_given,
+           options.use_shim, list(options.select), list(options.ignore), options.line_length,
+           mode.write, mode.diff, mode.max_bytes, mode.max_parse_bytes]
+    return hashlib.blake2b(json.dumps(key).encode(), digest_size=8).hexdigest()
+
+
+def _recorded(path: str, options: Options, mode: Mode) -> Outcome:
+    """The cache's worker: one file's outcome, with the facts it asked of the project."""
+    with options.project.recording() as facts:
+        out = process_file(path, options, mode)
+    raw = _read(path, mode)
+    return Recorded(**{f.name: getattr(out, f.name) for f in dataclasses.fields(Outcome)},
+                    facts=facts, digest=digest(raw) if raw is not None else None)
+
+
+def _cached(cache: Cache, files: list[str], options: Options, mode: Mode,
+            process: Callable[[list[str], Callable[[str], Outcome]], list[Outcome]]) -> list[Outcome]:
+    """The outcomes of ``files``: kept ones where valid, the others from ``process`` (the
+    pool, given the worker that records facts), then kept for the next run."""
+    project = options.project
+    out: dict[str, Outcome] = {}
+    for path in dict.fromkeys(files):
+        content = cache.digests.get(path)
+        if content is None:  # not read by the pre-pass (a single file, a kind no scanner claims)
+            raw = _read(path, mode)
+            if raw is None:
+                continue
+            content = cache.digests[path] = digest(raw)
+        kept = cache.get(path, content, project.answer)
+        hit = outcome_of(path, kept) if kept is not None else None
+        if hit is not None:
+            out[path] = hit
+    todo = [f for f in files if f not in out]
+    worker = functools.partial(_recorded, options=options, mode=mode)
+    for path, o in zip(todo, process(todo, worker), strict=True):
+        if isinstance(o, Recorded):
+            # kept unless edited during the run, an error worth another try (a crash, a read
+            # fault), or written (the file now holds other text)
+            if (o.digest is not None and o.digest == cache.digests.get(path) and o.result.error is None
+                    and not (mode.write and o.result.new_text is not None)):
+                cache.put(path, o.digest, [[kind, key, project.answer(kind, key)] for kind, key in o.facts],
+                          outcome_json(o))
+            o = Outcome(**{f.name: getattr(o, f.name) for f in dataclasses.fields(Outcome)})
+        out[path] = o
+    cache.save(set(files))
+    return [out[f] for f in files]
 
 
 def run(
@@ -423,13 +549,16 @@ def run(
     ``cache``, only the files whose kept result no longer holds are scanned (_cache)."""
     files = list(paths)
     jobs = worker_count(jobs, len(files))
+    if cache is not None:
+        cache.open(_options_key(options, mode))
     # The rest of each file's project: read by the pre-pass, not scanned (labels do not depend
     # on how many files were passed, _project_files.py).
     context = context_files(files, walked, exclude)
     if len(files) > 1 or context:  # (one file alone: its own helpers are read with it, _python/_xcall.py)
         options = with_project(options, mode, [*files, *context], cache=cache, scanned=set(files))
         if options.use_shim and options.apply_unsafe and _cpp_project(files) is not None:
-            options = dataclasses.replace(options, cpp_shim_builds=_cpp_shim_builds(files, options, mode))
+            options = dataclasses.replace(options, project=dataclasses.replace(
+                options.project, cpp_shim_builds=_cpp_shim_builds(files, options, mode)))
     report = RunReport()
 
     def process(todo: list[str], worker: Callable[[str], Outcome]) -> list[Outcome]:
@@ -446,25 +575,27 @@ def run(
         return _run_pool(todo, worker, jobs, progress)
 
     if cache is not None:
-        report.outcomes = cache.run(files, options, mode, process)
+        report.outcomes = _cached(cache, files, options, mode, process)
     else:
         report.outcomes = process(files, functools.partial(process_file, options=options, mode=mode))
     return report
 
 
 def _is_cpp(path: str) -> bool:
+    if path.endswith((".py", ".pyw")):
+        return False  # (not a reason to import the other files' scanners)
     files_module = _files_module()
     return files_module is not None and files_module.file_kind(path) == "cpp"
 
 
-def _cpp_project(files: list[str]) -> Project | None:
+def _cpp_project(files: list[str]) -> CppProject | None:
     """The C++ pre-pass (:class:`._files._cpp._bindings.Project`) when the run has C++ files."""
     if not any(_is_cpp(f) for f in files):
         return None
     from ._files._cpp import read_trees
-    from ._files._cpp._bindings import Project
+    from ._files._cpp._bindings import Project as CppProject
 
-    return Project.new(read_trees)
+    return CppProject.new(read_trees)
 
 
 def _cpp_shim_builds(files: list[str], options: Options, mode: Mode) -> tuple[tuple[str, str], ...]:
@@ -502,6 +633,10 @@ _DIED = ("the worker process scanning it died (a crash in the parser, or killed,
 
 def _run_pool(files: list[str], worker: Callable[[str], Outcome], jobs: int,
               progress: Callable[[int, int], None] | None) -> list[Outcome]:
+    # (imported here: a warm run starts no pool)
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     # Largest files first, in small chunks, so that no worker is left with the big ones at
     # the end; at most 2 chunks per worker in flight, so that a worker that dies takes few
     # files with it: those are re-run one by one, each in a pool of its own.
@@ -560,6 +695,9 @@ def _process_many(worker: Callable[[str], Outcome], paths: list[str]) -> list[Ou
 
 
 def _isolated(worker: Callable[[str], Outcome], path: str) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(os.getpid(),)) as pool:
         try:
             return pool.submit(worker, path).result()
@@ -577,6 +715,9 @@ def _on_parent_death(signum: int, frame: object) -> None:
 
 def _init_worker(parent: int) -> None:
     """Pool workers must not outlive ``ncclx migrate`` (kill -9 of it leaves them orphaned)."""
+    import ctypes
+    import threading
+
     signal.signal(signal.SIGTERM, _on_parent_death)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops handing out files
     if sys.platform.startswith("linux"):

@@ -8,9 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
-
 from ._config import read_ini, read_text, read_toml
 from ._project_files import project_root
 
@@ -27,6 +24,11 @@ def parse_target(text: str) -> tuple[int, int]:
 
 
 def _floor(req_text: str) -> tuple[int, int] | None:
+    if "torch" not in req_text.lower():
+        return None  # (no requirement on torch: packaging is not even imported)
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
     try:
         req = Requirement(req_text)
     except InvalidRequirement:
@@ -192,12 +194,12 @@ def _sources(d: Path) -> list[tuple[Path, Callable[[Path], tuple[int, int] | Non
     return out
 
 
-def detect_target(start: str) -> tuple[tuple[int, int], str | None]:
+def detect_target(start: str, root: Path | None = None) -> tuple[tuple[int, int], str | None]:
     """(target, the file it came from): the lowest torch bound any file of the project states
     (pyproject.toml, setup.py, setup.cfg, requirements*.txt, environment.yml, a Dockerfile's
     ``pip install torch==``), each with every extra; the project is the nearest folder up from
-    ``start`` that is a project root (_project_files.py)."""
-    root = project_root(start)
+    ``start`` that is a project root (_project_files.py; ``root``: that folder, already found)."""
+    root = root if root is not None else project_root(start)
     if root is None:
         return DEFAULT_TARGET, None
     found = [(floor, str(p)) for p, read in _sources(root) if (floor := read(p))]

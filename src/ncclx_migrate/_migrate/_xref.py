@@ -33,7 +33,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ._crossfile import consumed
+from ._crossfile import ignored
 
 __all__ = ["MAX_DEPTH", "Helper", "Helpers", "Indexer", "absolute", "imports_of", "module_name", "summarize"]
 
@@ -57,12 +57,14 @@ class Helper:
 
 @dataclass(frozen=True, eq=False)
 class Helpers:
-    """qualified function name -> summary; compared and hashed by identity (it is in Options).
+    """qualified function name -> summary; compared and hashed by identity (it is in the Project).
 
     Built from every file's summaries: each pick is resolved through the helpers it calls,
-    and only functions whose result or pick says something are kept (workers get a copy)."""
+    and only functions whose result or pick says something are kept (workers get a copy).
+    Each lookup is a fact asked of the project (``asked``: its :meth:`Project.asked`)."""
 
     table: dict[str, Helper] = field(default_factory=dict)
+    asked: Callable[[str, str], None] = field(init=False, default_factory=lambda: ignored, repr=False)
     _setters: frozenset[str] = field(init=False, default=frozenset())  # names of helpers that pick a GPU
     _by_name: dict[str, list[str]] = field(init=False, default_factory=dict, repr=False)
 
@@ -78,8 +80,18 @@ class Helpers:
     @property
     def setters(self) -> frozenset[str]:
         """The names of the helpers that pick a GPU."""
-        consumed("setters", "")
+        self.asked("setters", "")
         return self._setters
+
+    def names_that_pick(self) -> frozenset[str]:
+        """:attr:`setters`, not asked (the project's answer)."""
+        return self._setters
+
+    def with_own(self, own: dict[str, Helper]) -> Helpers:
+        """These helpers and a file's own (asking the same project)."""
+        out = Helpers({**self.table, **own})
+        object.__setattr__(out, "asked", self.asked)
+        return out
 
     def _index(self) -> None:
         self._by_name.clear()
@@ -87,7 +99,7 @@ class Helpers:
             self._by_name.setdefault(q.rpartition(".")[2], []).append(q)
 
     def __bool__(self) -> bool:
-        consumed("any", "")
+        self.asked("any", "")
         return bool(self.table)
 
     def find(self, qualified: str) -> str | None:
@@ -95,7 +107,7 @@ class Helpers:
         helper of that name under that package (a re-export from ``pkg/utils/__init__.py``, a
         tree scanned without its top package)."""
         mod, _, name = qualified.rpartition(".")
-        consumed("helper", name)  # the answer depends on the helpers of that name only
+        self.asked("helper", name)  # the answer depends on the helpers of that name only
         if qualified in self.table:
             return qualified
         cands = self._by_name.get(name, [])
@@ -163,9 +175,11 @@ def _passed(sets: tuple[str, ...], callee: str, token: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
 def module_name(path: str) -> str:
-    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (up through the folders holding __init__.py)."""
-    consumed("module", path)
+    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (up through the folders holding __init__.py);
+    a scan asks it of its project (:meth:`Project.module_name`), which records it.  Found once
+    per path in a process (a run), as :func:`_package` is per folder."""
     folder, base = os.path.split(os.path.abspath(path))
     stem = base.rsplit(".", 1)[0]
     package = _package(folder)
@@ -536,10 +550,9 @@ class Indexer:
         return (module in tails or any(".".join(parts[k:]) in self.wanted for k in range(len(parts)))
                 or any(self.wanted.get(".".join(parts[:k])) for k in range(1, len(parts))))
 
-    def _want(self, module: str, data: bytes, tails: set[str]) -> bool:
-        """Whether to summarise ``module`` (it passed ``_named``), given its bytes."""
-        if b"def " not in data or not any(w.encode() in data for w in _WORDS):
-            return False
+    def _want(self, module: str, defined: Callable[[str], bool], tails: set[str]) -> bool:
+        """Whether to summarise ``module`` (it passed ``_named``, and its text could hold a
+        helper), given which names it ``defined`` (``def NAME(`` is in its text)."""
         parts = module.split(".")
         names: set[str] = set()
         if module in self.wanted:
@@ -551,9 +564,14 @@ class Indexer:
             return True  # a tree scanned without its top package: the names are not matched up
         for k in range(1, len(parts)):  # from pkg import f, where pkg re-exports f from this module
             names |= self.wanted.get(".".join(parts[:k])) or set()
-        return any(b"def " + n.encode() + b"(" in data for n in names)
+        return any(defined(n) for n in names)
 
-    def build(self, read: Callable[[str], bytes | None]) -> Helpers:
+    def build(self, read: Callable[[str], bytes | None],
+              kept: Callable[[str], dict[str, object] | None] | None = None,
+              remember: Callable[[str, str, object], None] | None = None) -> Helpers:
+        """The helpers of the run; ``kept``/``remember``: the facts the cache keeps of each
+        file (what :func:`screen` and :func:`summarize` said of its content), so that an
+        unchanged file is neither read nor parsed again."""
         table: dict[str, Helper] = {}
         todo, done = list(self.candidates), set()
         for _ in range(MAX_DEPTH):  # the wanted modules, then the modules their helpers call (and so on)
@@ -562,10 +580,11 @@ class Indexer:
                 module = module_name(path)
                 if not self._named(module, tails):
                     continue
-                data = read(path)
-                text = _text(data) if data is not None else None
-                if text is not None and data is not None and self._want(module, data, tails):
-                    table.update(summarize(text, path))
+                memo = kept(path) if kept is not None else None
+                got = _Read(path, read, memo, remember)
+                screened = got.screen()
+                if screened is not None and self._want(module, screened.__contains__, tails):
+                    table.update(got.summary(module))
                     done.add(path)
             inner = [t.split(":", 3)[3] if t.startswith("with:") else t for h in table.values()
                      for t in (*h.returns, *h.sets)]  # with:CALLEE:K:TOKEN passes TOKEN on
@@ -576,3 +595,66 @@ class Indexer:
             self.wanted.update(dict.fromkeys(fresh))
             todo = [p for p in self.candidates if p not in done]
         return Helpers(table)
+
+
+def screen(data: bytes) -> frozenset[str] | None:
+    """What :meth:`Indexer._want` needs of a file's bytes: the names ``NAME`` of each
+    ``def NAME(`` in it; None when it cannot hold a helper (undecodable, no ``def``, or none
+    of the words a helper says)."""
+    if _text(data) is None or b"def " not in data or not any(w.encode() in data for w in _WORDS):
+        return None
+    names: set[str] = set()
+    at = data.find(b"def ")
+    while at >= 0:
+        end = data.find(b"(", at + 4)
+        if end < 0:
+            break
+        try:
+            name = data[at + 4:end].decode()
+        except UnicodeDecodeError:
+            name = ""
+        if name.isidentifier():  # (an imported name is one)
+            names.add(name)
+        at = data.find(b"def ", at + 4)
+    return frozenset(names)
+
+
+class _Read:
+    """One file as :meth:`Indexer.build` needs it: read once at most, and not at all where
+    the cache kept what its content says (``memo``: its facts this run)."""
+
+    def __init__(self, path: str, read: Callable[[str], bytes | None], memo: dict[str, object] | None,
+                 remember: Callable[[str, str, object], None] | None) -> None:
+        self.path, self._read, self.memo, self.remember = path, read, memo, remember
+        self._data: bytes | None = None
+
+    def data(self) -> bytes | None:
+        if self._data is None:
+            self._data = self._read(self.path)
+        return self._data
+
+    def screen(self) -> frozenset[str] | None:
+        got = self.memo.get("screen", False) if self.memo is not None else False
+        if got is None or (isinstance(got, list) and all(isinstance(n, str) for n in got)):
+            return None if got is None else frozenset(got)
+        data = self.data()
+        out = screen(data) if data is not None else None
+        if data is not None and self.remember is not None:
+            self.remember(self.path, "screen", None if out is None else sorted(out))
+        return out
+
+    def summary(self, module: str) -> dict[str, Helper]:
+        got = self.memo.get("summary") if self.memo is not None else None
+        if isinstance(got, list) and len(got) == 2 and got[0] == module and isinstance(got[1], dict):
+            try:
+                return {q: Helper(tuple(r), tuple(t)) for q, (r, t) in got[1].items()}
+            except (TypeError, ValueError):
+                pass  # another shape: summarised again
+        data = self.data()
+        text = _text(data) if data is not None else None
+        if text is None:
+            return {}
+        out = summarize(text, self.path)
+        if self.remember is not None:
+            self.remember(self.path, "summary", [module, {q: [list(h.returns), list(h.sets)] for q, h in out.items()}])
+        return out

@@ -28,7 +28,7 @@ from ._discover import discover
 from ._files import file_kind, kinds_checked
 from ._model import FileResult, Finding, Options
 from ._output import TextView, read_source, render
-from ._project import project_info
+from ._project import Project, project_info
 from ._project_files import context_files
 from ._rule_table import RULES
 from ._runner import (
@@ -44,7 +44,7 @@ from ._runner import (
     suppression_warnings,
     with_project,
 )
-from ._target import detect_target, parse_target
+from ._target import parse_target
 
 __all__ = ["MigrateRequest", "RequestError", "migrate"]
 
@@ -203,8 +203,9 @@ def _migrate(request: MigrateRequest) -> int:
         problem = target_range_error(target)
         if problem:
             raise RequestError(problem, param_hint="--target-torch", bad_value=True)
-    else:
-        target, source = detect_target(paths[0] if paths[0] != "-" else ".")
+    the_project = Project.at(paths[0] if paths[0] != "-" else ".", target if target_torch is not None else None)
+    target, source = the_project.target, the_project.oldest_from
+    if target_torch is None:
         # On stderr in every format (stdout stays pure JSON/SARIF/annotations), except where
         # --diff puts a machine-readable report on stderr itself.
         if source and not quiet and (fmt == "text" or not diff):
@@ -218,6 +219,7 @@ def _migrate(request: MigrateRequest) -> int:
         use_shim=request.use_shim,
         select=_prefixes(request.select),
         ignore=_prefixes(request.ignore),
+        project=the_project,
     )
     mode = Mode(write=write, diff=diff) if max_file_size is None else Mode(
         write=write, diff=diff, max_bytes=int(max_file_size * 2**20), max_parse_bytes=int(max_file_size * 2**20))

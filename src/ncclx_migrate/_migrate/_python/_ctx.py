@@ -195,9 +195,7 @@ class Analyzer(cst.CSTVisitor):
         """The longest line a fix may write: --line-length, else the project's setting."""
         if self.options.line_length is not None:
             return self.options.line_length
-        from ._layout import line_length  # only files that get a fix read config files
-
-        return line_length(self.path)
+        return self.options.project.line_length(self.path)  # (asked of the project: the cache keys on it)
 
     def line(self, number: int) -> str:
         """Source line ``number`` (1-based), without its newline."""

@@ -24,7 +24,6 @@ import os
 from pathlib import Path
 
 from .._config import read_ini, read_text, read_toml
-from .._crossfile import consumed
 
 __all__ = ["DEFAULT_LINE_LENGTH", "line_length"]
 
@@ -262,7 +261,6 @@ def _linted(d: Path) -> int:
 
 def line_length(path: str) -> int:
     """The line length the project of ``path`` enforces (88 when it says nothing)."""
-    consumed("line_length", path)
     try:
         return _for_dir(Path(path).resolve().parent)
     except (OSError, RuntimeError):

@@ -6,7 +6,7 @@ import os
 
 import libcst as cst
 
-from .._xref import Helper, Helpers, absolute, module_name, summarize
+from .._xref import Helper, Helpers, absolute, summarize
 from ._ctx import Analyzer
 
 __all__ = ["helper", "helpers_of"]
@@ -15,7 +15,7 @@ __all__ = ["helper", "helpers_of"]
 def _own_module(a: Analyzer) -> tuple[str, bool]:
     got = a.facts.get("module_name")
     if got is None:
-        got = a.facts["module_name"] = (module_name(a.path), os.path.basename(a.path) == "__init__.py")
+        got = a.facts["module_name"] = (a.options.project.module_name(a.path), os.path.basename(a.path) == "__init__.py")
     assert isinstance(got, tuple)
     return got
 
@@ -25,8 +25,9 @@ def helpers_of(a: Analyzer) -> Helpers:
     not have it: a single file given to ``transform_source``, a notebook cell, a later pass)."""
     got = a.facts.get("helpers")
     if got is None:
+        _own_module(a)  # (its own helpers are named by its module)
         own = summarize(a.source, a.path)
-        got = a.facts["helpers"] = Helpers({**a.options.helpers.table, **own}) if own else a.options.helpers
+        got = a.facts["helpers"] = a.options.helpers.with_own(own) if own else a.options.helpers
     assert isinstance(got, Helpers)
     return got
 

@@ -25,6 +25,7 @@ whose objects such code relies on.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -164,6 +165,10 @@ class Project:
     binds: list[_Binds] = field(default_factory=list)
     waiting: list[tuple[str, bytes]] = field(default_factory=list)  # files to judge once some file can answer yes
     answering: bool = False  # some file can answer yes
+    # the cache's facts of each file (``_cache``): what its content answers, binds and declares,
+    # kept so that an unchanged file is not parsed again (None: no cache)
+    known: Callable[[str], dict[str, object] | None] | None = None
+    remember: Callable[[str, str, object], None] | None = None
 
     @classmethod
     def new(cls, trees: Callable[[Scan], list[Scan]]) -> Project:
@@ -195,32 +200,53 @@ class Project:
 
     def _judge(self, path: str, data: bytes, entry: _Binds | None, scanned: bool) -> None:
         """Read one file's answers (and, from its tree, its bindings and legacy functions)."""
-        text = data.decode("utf-8", "replace")
-        scan = Scan(path, text, Options())
-        self.answers[path] = _answers(scan)
+        memo = self._memo(path)
+        declares = scanned and b"ProcessGroupNCCL" in data  # (a waiting file names no ProcessGroupNCCL)
+        answers, legacy, sites = memo.get("answers"), memo.get("legacy"), memo.get("sites")
+        if (isinstance(answers, dict) and all(isinstance(v, bool) for v in answers.values())
+                and (not declares or (isinstance(legacy, list) and all(isinstance(n, str) for n in legacy)))
+                and (entry is None or _are_sites(sites))):
+            self.answers[path] = answers  # what this content says, kept by the cache: not parsed again
+        else:
+            text = data.decode("utf-8", "replace")
+            scan = Scan(path, text, Options())
+            memo["answers"] = self.answers[path] = _answers(scan)
+            if declares:
+                memo["legacy"] = legacy = sorted(self._declares(scan, data, text))
+            if entry is not None:
+                memo["sites"] = sites = _sites(path, scan.root)
+            if self.remember is not None:
+                self.remember(path, "cpp", memo)
         if any(yes for k, yes in self.answers[path].items() if k.startswith(("own:", "fills:"))):
             self.kept[path] = data
-        if scanned and b"ProcessGroupNCCL" in data:  # (a waiting file names no ProcessGroupNCCL)
-            self._declares(scan, data, text)
+        if declares:
+            self.legacy.update(legacy)  # type: ignore[arg-type]
         if entry is not None:
-            entry.sites, entry.data = _sites(path, scan.root), None
+            entry.sites, entry.data = [(str(n), str(at)) for n, at in sites], None  # type: ignore[attr-defined]
 
-    def _declares(self, scan: Scan, data: bytes, text: str) -> None:
-        """Add the functions the file declares with a legacy parameter, in every tree its own
+    def _memo(self, path: str) -> dict[str, object]:
+        """The C++ facts the cache keeps of ``path``'s content (a copy; empty: none)."""
+        got = self.known(path) if self.known is not None else None
+        cpp = got.get("cpp") if got is not None else None
+        return dict(cpp) if isinstance(cpp, dict) else {}
+
+    def _declares(self, scan: Scan, data: bytes, text: str) -> set[str]:
+        """The functions the file declares with a legacy parameter, in every tree its own
         scan reads (its text decoded as the scan decodes it; the views of its ``#if`` arms
         where a region is unreadable), as NCX305 looks for them (_rules._legacy_params)."""
         try:
             as_read = data.decode("utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8")
         except UnicodeDecodeError:
-            return  # the scan reports the file unreadable, with no finding
+            return set()  # the scan reports the file unreadable, with no finding
         if as_read != text:
             scan = Scan(scan.path, as_read, Options())
+        out: set[str] = set()
         for s in self.trees(scan):
             functions = function_declarators(s.root, find(s.root, s.cuda, ("function_declarator",)))
             for name, decls in functions.items():
-                if name not in self.legacy and any(_takes_legacy(s, d.child_by_field_name("parameters"))
-                                                   for d in decls):
-                    self.legacy.add(name)
+                if name not in out and any(_takes_legacy(s, d.child_by_field_name("parameters")) for d in decls):
+                    out.add(name)
+        return out
 
     def bound(self) -> tuple[tuple[str, str], ...]:
         """The functions declared with a legacy parameter that some file binds, each with
@@ -231,7 +257,13 @@ class Project:
         sites: dict[str, str] = {}
         for b in self.binds:
             if b.data is not None and named is not None and named.search(b.data):
-                b.sites = _sites(b.path, parse_bytes(b.path, b.data)[0].root_node)
+                memo = self._memo(b.path)
+                if _are_sites(memo.get("sites")):
+                    b.sites = [(str(n), str(at)) for n, at in memo["sites"]]  # type: ignore[attr-defined]
+                else:
+                    memo["sites"] = b.sites = _sites(b.path, parse_bytes(b.path, b.data)[0].root_node)
+                    if self.remember is not None:
+                        self.remember(b.path, "cpp", memo)
             b.data = None
             for name, site in b.sites:
                 if name in self.legacy:
@@ -248,8 +280,17 @@ class Project:
         facts = self._merged()
         for _ in range(4):
             changed = False
+            key = hashlib.blake2b(repr(facts).encode(), digest_size=8).hexdigest()
             for path, data in self.kept.items():
-                again = _answers(Scan(path, data.decode("utf-8", "replace"), Options(cpp_returns=facts)))
+                memo = self._memo(path)
+                seen = memo.get("again")  # this content's answers given others' facts, by those facts
+                seen = dict(seen) if isinstance(seen, dict) else {}
+                again = seen.get(key)
+                if not (isinstance(again, dict) and all(isinstance(v, bool) for v in again.values())):
+                    again = seen[key] = _answers(Scan(path, data.decode("utf-8", "replace"), Options(cpp_returns=facts)))
+                    if self.remember is not None:
+                        memo["again"] = dict(list(seen.items())[-4:])  # (a run takes at most 4 rounds)
+                        self.remember(path, "cpp", memo)
                 changed |= again != self.answers[path]
                 self.answers[path] = again
             if not changed:
@@ -269,6 +310,11 @@ class Project:
         return tuple(sorted((k, v == {True} and not (k.startswith("own:") and "::" in k
                                                     and k.rpartition("::")[2] in doubted))
                             for k, v in every.items() if True in v or k.startswith("fills:")))
+
+
+def _are_sites(sites: object) -> bool:
+    """A kept list of (bound function, "path:line") pairs."""
+    return isinstance(sites, list) and all(isinstance(x, (list, tuple)) and len(x) == 2 for x in sites)
 
 
 def _sites(path: str, root: Node) -> list[tuple[str, str]]:

@@ -27,7 +27,6 @@ import re
 
 from tree_sitter import Node
 
-from ..._crossfile import consumed
 from ..._model import FixKind
 from .._text import Edit
 from ._index import NCCL2_HEADER, Cast, Scan, cast_operand, outer_function, pure
@@ -54,7 +53,7 @@ def add_fixes(scan: Scan, hits: list[Hit]) -> None:
             if fix is not None:
                 hit.fix, hit.edits, hit.include = FixKind.UNSAFE, fix[0], fix[1]
                 if hit.include == SHIM_INCLUDE and "<ncclx/compat.h>" not in scan.src.text:
-                    consumed("cpp_shim_builds", "")
+                    scan.options.project.asked("cpp_shim_builds", "")
                     built = os.path.normpath(scan.path) in {src for _, src in scan.options.cpp_shim_builds}
                     hit.detail += f" With --use-shim the fix includes <ncclx/compat.h>: {SETUP_HINT if built else BUILD_HINT}."
         elif hit.code == "NCX307" and hit.node is not None:

@@ -84,7 +84,8 @@ class Scan:
         self.units = [self.main, *self._macro_units()]
         self.casts = [c for u in self.units for c in self._casts(u)]
         self.nccl2_at = self._nccl2_evidence()
-        self.values = Values(self.root, self.cuda, self.nodes, self.resolver, dict(options.cpp_returns))
+        self.values = Values(self.root, self.cuda, self.nodes, self.resolver, dict(options.cpp_returns),
+                             options.project.asked)
 
     # --- structure ---
     def _macro_units(self) -> Iterator[Unit]:

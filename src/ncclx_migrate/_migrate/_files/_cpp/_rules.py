@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from ..._crossfile import consumed
 from ..._model import FixKind
 from .._text import Edit
 from ._bindings import binding_calls, function_declarators, may_bind
@@ -457,7 +456,7 @@ def _bindings(scan: Scan) -> Iterator[Hit]:
     """Legacy parameters of the functions bound in this file (lambdas, definitions and
     declarations), and of this file's functions that another file of the run binds."""
     local = may_bind(scan.parsed)
-    consumed("cpp_bound", "")  # what the other files bind: a cross-file fact (_cache)
+    scan.options.project.asked("cpp_bound", "")  # what the other files bind: a cross-file fact (_cache)
     project = dict(scan.options.cpp_bound)
     if not local and not project:
         return

@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ..._crossfile import consumed
 from ..._model import FileResult, Options
 
 __all__ = ["BUILD_HINT", "SETUP_HINT", "add_include_dir", "extension_sources", "setup_result", "shim_builds"]
@@ -78,7 +77,7 @@ def shim_builds(files: list[str], read: Callable[[str], str | None],
 
 def setup_result(path: str, text: str, result: FileResult, options: Options) -> FileResult:
     """``setup.py``'s result with the shim's include folder added, where its sources get the shim."""
-    consumed("cpp_shim_builds", "")
+    options.project.asked("cpp_shim_builds", "")
     if os.path.normpath(path) not in {s for s, _ in options.cpp_shim_builds} or result.error is not None:
         return result
     new = add_include_dir(result.new_text if result.new_text is not None else text)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..._crossfile import consumed
+from ..._crossfile import ignored
 from ._names import Kind, Resolver, text_of
 from ._parse import find, walk
 
@@ -85,9 +85,10 @@ def _template_call(n: Node) -> tuple[str, Node] | None:
 
 class Values:
     def __init__(self, root: Node, cuda: bool, nodes: dict[str, list[Node]], resolver: Resolver,
-                 project: Mapping[str, bool] | None = None) -> None:
+                 project: Mapping[str, bool] | None = None, asked: Callable[[str, str], None] | None = None) -> None:
         self.resolver = resolver
         self.root, self.cuda, self.project = root, cuda, project or {}
+        self.asked = asked or ignored  # the run's Project.asked: each fact of another file read
         self._function_nodes, self._calls = nodes["function_definition"], nodes["call_expression"]
         self._nodes: dict[str, list[Node]] = {}  # the writes' nodes (only where values are followed)
         self._namespaces = {text_of(n.child_by_field_name("name")) for n in nodes["namespace_definition"]}
@@ -122,7 +123,7 @@ class Values:
             self._solve(nodes["call_expression"])
 
     def _calls_own(self, calls: list[Node]) -> bool:
-        consumed("cpp_returns", "own")  # which names the project's own-returning functions have
+        self.asked("cpp_returns", "own")  # which names the project's own-returning functions have
         names = {k.rpartition("::")[2] for k, v in self.project.items() if v and k.startswith("own:")}
         return bool(names) and any(callee_name(c) in names for c in calls)
 
@@ -340,7 +341,7 @@ class Values:
     def _filled_here(self, name: str) -> bool:
         """Does no other file of the project put anything but self-built objects in a
         container of that name (a member may be filled by a method defined elsewhere)?"""
-        consumed("cpp_returns", f"fills:{name}")
+        self.asked("cpp_returns", f"fills:{name}")
         return self.project.get(f"fills:{name}", True)
 
     def _iterator(self, n: Node) -> bool:
@@ -367,7 +368,7 @@ class Values:
         ``c10d::ProcessGroup``) or definition ("own": a self-built object)?  The project's
         answer where the pre-pass has one, else this file's."""
         for key in self._callee_keys(call):
-            consumed("cpp_returns", f"{kind}:{key}")
+            self.asked("cpp_returns", f"{kind}:{key}")
             if f"{kind}:{key}" in self.project:
                 return self.project[f"{kind}:{key}"]
             local = (key in self.returns_own) if kind == "own" else self.declared_pg().get(key)
@@ -428,7 +429,7 @@ class Values:
         if key not in self.returns_own:
             return False
         name = key.rpartition("::")[2]
-        consumed("cpp_returns", f"called:{name}")
+        self.asked("cpp_returns", f"called:{name}")
         return bool(self.project.get(f"called:{name}")) or (casts_here and any(callee_name(c) == name for c in calls))
 
     def _callee_keys(self, call: Node) -> list[str]:
@@ -461,7 +462,7 @@ class Values:
         ty = declared_type(self._classes, at, name) if name else None
         core = self.resolver.core_type(ty) if ty is not None else None
         if core is None and name:  # a member declared in another file (its class's header)
-            consumed("cpp_returns", f"type:{name}")
+            self.asked("cpp_returns", f"type:{name}")
             classes = {k.rpartition(":")[2] for k, yes in self.project.items() if yes and k.startswith(f"type:{name}:")}
             return classes.pop() if len(classes) == 1 else ""
         return text_of(core).rpartition("::")[2] if core is not None else ""
