@@ -1,7 +1,7 @@
 """The project a run is over: one :class:`Project` per run, and its report object.
 
 :class:`Project` holds what a run knows of its project beyond one file: the root (the one
-definition, ``_scope.project_root``), the oldest torch the project supports and the target
+definition, ``_project_files.project_root``), the oldest torch the project supports and the target
 torch, and the cross-file indexes the pre-pass builds (``_shared``'s names, ``_xref``'s
 helpers, the C++ bindings and returns of ``_files/_cpp/_bindings``).  A file's analysis asks
 the project for these facts through :meth:`Project.asked` (and the indexes, which report
@@ -66,7 +66,7 @@ class Project:
     def at(cls, start: str, target: tuple[int, int] | None = None) -> Project:
         """The project of the path ``start`` (a run's first): its root and, where ``target``
         (``--target-torch``) is not given, the oldest torch its files state (``_target``)."""
-        from ._scope import project_root
+        from ._project_files import project_root
         from ._target import DEFAULT_TARGET, detect_target
 
         root = project_root(start)
