@@ -18,13 +18,26 @@ TOP = "ncclx_migrate"
 # Circles that issue 32 takes apart in other slices: each names the modules and why it is left.
 # A circle not listed fails, and so does a listed one that is gone (then delete its line).
 KNOWN_CIRCLES = {
-    frozenset({"_migrate._cache", "_migrate._runner"}): "the cache calls the runner back (issue 32, 4)",
     frozenset({"_migrate._baseline", "_migrate._output"}): "_cell_line, a notebook fact, is in the renderer",
+    # Options carries the run's Project (_model imports _project), and the Project's pre-pass
+    # (root, target torch, indexes) reaches the scanners, which build Findings: issue 32, 4.
+    frozenset({
+        "_migrate._cited", "_migrate._discover", "_migrate._files", "_migrate._files._checks",
+        "_migrate._files._cpp", "_migrate._files._cpp._bindings", "_migrate._files._cpp._fix",
+        "_migrate._files._cpp._index", "_migrate._files._cpp._result", "_migrate._files._cpp._rules",
+        "_migrate._files._cpp._setup", "_migrate._files._notebook", "_migrate._files._shell",
+        "_migrate._fixpoint", "_migrate._model", "_migrate._project", "_migrate._project_files",
+        "_migrate._python", "_migrate._python._astcheck", "_migrate._python._bounds",
+        "_migrate._python._clashes", "_migrate._python._ctx", "_migrate._python._edits",
+        "_migrate._python._engine", "_migrate._python._flow", "_migrate._python._gpu",
+        "_migrate._python._r_api", "_migrate._python._r_backend", "_migrate._python._r_env",
+        "_migrate._python._wrap", "_migrate._python._xcall", "_migrate._shared", "_migrate._target",
+    }): "Options carries the Project, whose pre-pass reaches the scanners (issue 32, 4)",
 }
 
 # What `import ncclx_migrate` may run: the public names, the import-time checks (env warnings,
 # NCCLX_HANG_DUMP's watchdog) and the torch knowledge they read.
-IMPORT_TIME = {"", "_warnings", "_import_time", "_envwarnings", "_fr", "_fr._env", "_fr._watchdog",
+IMPORT_TIME = {"", "_warnings", "_shown", "_import_time", "_envwarnings", "_fr", "_fr._env", "_fr._watchdog",
                "_fr._dump", "_fr._paths", "_fr._pickle", "_fr._frames", "_torch.envvars", "_torch.releases"}
 
 
