@@ -56,7 +56,7 @@ def test_identical_arms_beside_a_busy_neighbour_name_nothing() -> None:
 @_heavy
 @pytest.mark.usefixtures("neighbour")
 def test_a_steady_slowdown_of_one_arm_is_named_and_never_as_an_improvement() -> None:
-    rc, report = _report("--arm", _arm(), "--arm", _arm("slower:all_reduce_sum:3"),
+    rc, report = _report("--arm", _arm(), "--arm", _arm("slower:all_reduce_sum:8"),
                          "--sizes", "1K,16K,64K", "--dtypes", "fp32,int32", "--warmup", "1",
                          "--collectives", "all_reduce_sum,broadcast")
     slowed = [g for g in report["regressions"] if g["collective"] == "all_reduce_sum"]
